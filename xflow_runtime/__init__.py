@@ -1,0 +1,31 @@
+"""xflow-runtime: run xFlow workflows (Serverless Workflow 0.8 plus AI agent states) in Python.
+
+The public API is re-exported here and imported lazily, so ``import xflow_runtime`` stays cheap
+(no litellm, no DBOS, no SQLAlchemy until something needs them).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# name → module that defines it. Extend as public API lands.
+_EXPORTS: dict[str, str] = {
+    "XFlowError": "xflow_runtime.errors",
+    "DefinitionError": "xflow_runtime.errors",
+    "ExpressionError": "xflow_runtime.errors",
+    "WorkflowError": "xflow_runtime.errors",
+    "WorkflowFailed": "xflow_runtime.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xflow_runtime' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["__version__", *_EXPORTS]

@@ -1,0 +1,188 @@
+"""jq expressions: recognition of ``${ … }``, compile-once caching, sandboxed evaluation.
+
+Every expression is compiled once (per process) into a :class:`JqExpression` and cached by its
+text. Variables are not bound at compile time: the program is wrapped so that ``$CONST``,
+``$SECRETS``, ``$WORKFLOW`` and any extra variables (``$agentOutcome``) arrive with the input on
+each evaluation, which lets one compiled program serve every instance and every secret set.
+
+The wrapper also removes jq's ways out of the sandbox: ``env``/``$ENV`` return ``{}``,
+``input_filename`` is null, module search paths are empty, and ``import``/``include`` cannot
+appear (they are only legal at the top of a program, and the user's text is nested).
+
+Result rule (documented in specs/expressions.md): zero outputs give ``null``, one output gives
+that value, several outputs raise :class:`ExpressionError` ("wrap it in [ ] to collect them").
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import jq
+
+from xflow_runtime.errors import ExpressionError, ExpressionSyntaxError
+
+#: Variables bound in every expression. Extra names (e.g. ``agentOutcome``) are declared per use.
+STANDARD_VARIABLES: tuple[str, ...] = ("CONST", "SECRETS", "WORKFLOW")
+
+_SANDBOX_PRELUDE = (
+    "{} as $ENV | def env: {}; def input_filename: null; def get_search_list: []; "
+    'def modulemeta: error("modulemeta is not available in xflow expressions"); '
+    "def get_jq_origin: null; def get_prog_origin: null; "
+    "def debug: .; def debug(msg): .; def stderr: .; def input_line_number: 0; "
+)
+
+_WRAPPED = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
+_EMBEDDED = re.compile(r"\$\{(?P<body>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+
+
+def is_expression(value: Any) -> bool:
+    """True when ``value`` is a string written as ``${ … }`` (whitespace around it allowed)."""
+    return isinstance(value, str) and _WRAPPED.match(value) is not None
+
+
+def strip_expression(text: str) -> str:
+    """The jq body of a field that is always an expression: ``${ … }`` or bare jq both work."""
+    match = _WRAPPED.match(text)
+    return (match.group("body") if match else text).strip()
+
+
+@dataclass(frozen=True)
+class JqExpression:
+    """A compiled jq program. Immutable and shareable between threads and instances."""
+
+    text: str
+    variables: tuple[str, ...]
+    _program: Any = field(repr=False, compare=False)
+    _path_program: Any = field(default=None, repr=False, compare=False)
+
+    def evaluate_all(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[Any]:
+        """Every output of the program on ``data``."""
+        return _run(self._program, self.text, data, self.variables, variables)
+
+    def evaluate(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        """The single result (zero outputs → ``None``; several → :class:`ExpressionError`)."""
+        return _single(self.evaluate_all(data, variables), self.text)
+
+    def evaluate_condition(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
+        """Only a JSON ``true`` selects a branch: null, false and non-booleans do not."""
+        return self.evaluate(data, variables) is True
+
+    def path(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[str | int]:
+        """The location the expression names (jq ``path(EXPR)``), for ``toStateData`` and the like."""
+        if self._path_program is None:
+            raise ExpressionError("expression was not compiled as a path", expression=self.text)
+        result = _single(_run(self._path_program, self.text, data, self.variables, variables), self.text)
+        if not isinstance(result, list):
+            raise ExpressionError("expression does not name a location", expression=self.text)
+        return result
+
+
+class ExpressionCache:
+    """Process-wide cache of compiled programs, keyed by (text, variables, path mode)."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, tuple[str, ...], bool], JqExpression] = {}
+        self._lock = threading.Lock()
+
+    def compile(self, text: str, *, extra_variables: Iterable[str] = (), as_path: bool = False) -> JqExpression:
+        body = strip_expression(text)
+        names = STANDARD_VARIABLES + tuple(v for v in extra_variables if v not in STANDARD_VARIABLES)
+        key = (body, names, as_path)
+        cached = self._items.get(key)
+        if cached is not None:
+            return cached
+        program = _compile(_wrap(body, names, path=False), body)
+        path_program = _compile(_wrap(body, names, path=True), body) if as_path else None
+        expression = JqExpression(body, names, program, path_program)
+        with self._lock:
+            self._items.setdefault(key, expression)
+        return expression
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+#: The cache every component shares. Use :func:`compile_expression` rather than this directly.
+CACHE = ExpressionCache()
+
+
+def compile_expression(text: str, *, extra_variables: Iterable[str] = (), as_path: bool = False) -> JqExpression:
+    """Compile (or fetch from the cache) the expression ``text`` (``${ … }`` or bare jq)."""
+    return CACHE.compile(text, extra_variables=extra_variables, as_path=as_path)
+
+
+def interpolate(template: str, data: Any, variables: Mapping[str, Any] | None = None) -> str:
+    """Replace each embedded ``${ … }`` in ``template`` with its value rendered as text.
+
+    Used for GraphQL ``selectionSet`` (the only place 0.8 defines embedded expressions).
+    Strings are inserted as they are; other values as compact JSON.
+    """
+    import json
+
+    def replace(match: re.Match[str]) -> str:
+        value = compile_expression(match.group("body")).evaluate(data, variables)
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+    return _EMBEDDED.sub(replace, template)
+
+
+def _wrap(body: str, names: tuple[str, ...], *, path: bool) -> str:
+    # Input arrives as [data, var1, var2, ...]; the newline protects the closing parenthesis
+    # from a trailing '#' comment in the user's text.
+    binds = " | ".join(f".[{i + 1}] as ${name}" for i, name in enumerate(names))
+    inner = f"path({body}\n)" if path else f"({body}\n)"
+    return f"{_SANDBOX_PRELUDE}{binds} | .[0] | {inner}"
+
+
+def _compile(program_text: str, body: str) -> Any:
+    try:
+        return jq.compile(program_text)
+    except ValueError as exc:
+        offset = program_text.index(body) if body in program_text else 0
+        message = _describe_compile_error(str(exc), offset)
+        raise ExpressionSyntaxError(f"jq expression does not compile: {message}", expression=body) from None
+
+
+def _describe_compile_error(message: str, body_offset: int) -> str:
+    """Keep libjq's reason and translate its position from our wrapper back into the user's text."""
+    first = message.splitlines()[0] if message else "syntax error"
+    first = re.sub(r"^jq: error(?: \(at [^)]*\))?: ", "", first)
+    where = re.search(r" at <top-level>, line (\d+), column (\d+):?$", first)
+    if not where:
+        return first.rstrip(":")
+    reason = first[: where.start()]
+    line, column = int(where.group(1)), int(where.group(2))
+    if line == 1:
+        column = max(1, column - body_offset)
+    return f"{reason} (line {line}, column {column} of the expression)"
+
+
+def _run(program: Any, body: str, data: Any, names: tuple[str, ...], variables: Mapping[str, Any] | None) -> list[Any]:
+    values = variables or {}
+    payload = [data, *(values.get(name, {} if name in STANDARD_VARIABLES else None) for name in names)]
+    try:
+        return program.input_value(payload).all()
+    except ValueError as exc:
+        raise ExpressionError(f"jq expression failed: {_clean(str(exc))}", expression=body) from None
+    except TypeError as exc:  # data that is not JSON-serialisable
+        raise ExpressionError(f"expression input is not JSON: {exc}", expression=body) from None
+
+
+def _single(outputs: list[Any], body: str) -> Any:
+    if not outputs:
+        return None
+    if len(outputs) == 1:
+        return outputs[0]
+    raise ExpressionError(
+        f"expression produced {len(outputs)} results where one was expected; wrap it in [ ] to collect them",
+        expression=body,
+    )
+
+
+def _clean(message: str) -> str:
+    # libjq may mention positions in our wrapped program; they would only confuse the user.
+    message = re.sub(r"\s*at <top-level>, line \d+:.*", "", message, flags=re.DOTALL)
+    return re.sub(r"\s*\(while parsing '.*'\)", "", message, flags=re.DOTALL).strip()
