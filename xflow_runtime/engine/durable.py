@@ -1,0 +1,227 @@
+"""The durable engine: the engine port on DBOS Transact.
+
+Every effect is a DBOS step (its result or exception is checkpointed), sleeps are DBOS durable
+sleeps, and waiting for an event is a durable ``recv`` with a timeout. An instance is one DBOS
+workflow whose id is the instance id, so an instance killed at any point resumes from its last
+completed step, and its timers and pending events survive restarts.
+
+We write no checkpointing or scheduling of our own: DBOS owns the system database (a SQLite file
+by default, PostgreSQL by URL, same code path). What we add is the mapping (see
+``specs/durability.md``):
+
+- one registered async workflow function, :func:`_instance_workflow`, that hands the recorded
+  request to the *host* (the :class:`~xflow_runtime.runtime.Runtime` that owns this process) —
+  async, so a waiting instance holds no thread;
+- a pinned application version (:data:`APPLICATION_VERSION`), so upgrading xflow-runtime does not
+  orphan running instances (DBOS otherwise hashes the source of the workflow functions);
+- exceptions raised by effects are made picklable before DBOS records them, so a replay raises the
+  same error the first run did.
+
+Importing this module imports DBOS: only the durable paths import it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+from xflow_runtime.engine.durable_names import (
+    APPLICATION_VERSION,
+    DEFAULT_DATABASE_URL,
+    EVENT_ENVELOPE_KEY,
+    HISTORY_STREAM,
+    WORKFLOW_NAME,
+    FOREVER_SECONDS,
+)
+from xflow_runtime.errors import WorkflowError, XFlowError
+
+T = TypeVar("T")
+
+#: Called inside the DBOS workflow with the recorded request and the port; returns the output.
+InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
+
+_body: InstanceBody | None = None
+
+
+class DurableEngineError(XFlowError):
+    """The durable engine cannot start, or an instance id is unknown."""
+
+
+class DurablePort:
+    """The engine port inside one running DBOS workflow (one instance)."""
+
+    def __init__(self, instance_id: str) -> None:
+        self.instance_id = instance_id
+
+    async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
+        async def step() -> T:
+            try:
+                return await effect()
+            except Exception as error:  # recorded by DBOS, so it must survive pickling
+                raise _picklable(error) from None
+
+        return await DBOS.run_step_async({"name": name}, step)
+
+    async def sleep(self, seconds: float) -> None:
+        await DBOS.sleep_async(seconds)
+
+    async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
+        # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
+        seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
+        message = await DBOS.recv_async(topic, timeout_seconds=seconds)
+        if message is None:
+            return None
+        return message[EVENT_ENVELOPE_KEY]
+
+    async def now(self) -> float:
+        async def read_clock() -> float:
+            return time.time()
+
+        return await DBOS.run_step_async({"name": "xflow.now"}, read_clock)
+
+    async def new_id(self) -> str:
+        async def draw_id() -> str:
+            return str(uuid.uuid4())
+
+        return await DBOS.run_step_async({"name": "xflow.new_id"}, draw_id)
+
+    async def append_history(self, record: dict[str, Any]) -> None:
+        """Append to this instance's history stream: a DBOS checkpointed write, so a replay
+        does not append the same record twice (records are keyed by instance id + offset)."""
+        await DBOS.write_stream_async(HISTORY_STREAM, record)
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def _instance_workflow(request: dict[str, Any]) -> Any:
+    if _body is None:
+        raise DurableEngineError("no xflow runtime is attached to the durable engine in this process")
+    instance_id = DBOS.workflow_id
+    assert instance_id is not None
+    return await _body(request, DurablePort(instance_id))
+
+
+def _picklable(error: Exception) -> Exception:
+    """``error`` if it survives a pickle round trip, else an equivalent :class:`WorkflowError`
+    (DBOS records step exceptions with pickle; the first run and the replay must raise alike)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return WorkflowError(str(error), code=type(error).__name__,
+                             name=getattr(error, "name", None) if isinstance(getattr(error, "name", None), str) else None)
+
+
+def sqlite_url(directory: str | os.PathLike[str] = ".xflow") -> str:
+    path = Path(directory).resolve() / "xflow.sqlite"
+    return f"sqlite:///{path}"
+
+
+def resolve_database_url(url: str | None) -> str:
+    """The system database URL: ``url``, else ``$XFLOW_DATABASE_URL``, else SQLite under
+    ``./.xflow/``. A ``postgres://`` URL is accepted as a spelling of ``postgresql://``."""
+    url = url or os.environ.get("XFLOW_DATABASE_URL") or DEFAULT_DATABASE_URL
+    if url == DEFAULT_DATABASE_URL:
+        url = sqlite_url()
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    elif not url.startswith(("postgresql", "sqlite")):
+        raise DurableEngineError(f"unsupported database URL {_redact(url)!r}: use sqlite:///FILE or postgresql://…")
+    return url
+
+
+def _redact(url: str) -> str:
+    """A URL safe to print: the password replaced."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        user = credentials.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+class DurableEngine:
+    """DBOS, launched once per process, running instances for one host body.
+
+    DBOS is a process-wide singleton, so there is at most one launched durable engine per
+    process. ``executor_id`` decides which crashed instances this process recovers at launch:
+    DBOS recovers the PENDING workflows of its own executor id. A long-running service keeps the
+    default ``"local"`` (so a restart picks its instances up); short-lived CLI processes use a
+    unique id and resume instances explicitly (``xflow resume``), so two concurrent CLI runs never
+    recover each other's live instances.
+    """
+
+    def __init__(self, database_url: str | None = None, *, executor_id: str = "local",
+                 application_version: str = APPLICATION_VERSION) -> None:
+        self.database_url = resolve_database_url(database_url)
+        self.executor_id = executor_id
+        self.application_version = application_version
+        self._launched = False
+
+    def launch(self, body: InstanceBody) -> None:
+        global _body
+        if self._launched:
+            return
+        _body = body
+        config: DBOSConfig = {
+            "name": "xflow",
+            "system_database_url": self.database_url,
+            "application_version": self.application_version,
+            "executor_id": self.executor_id,
+            "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "WARNING"),
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+        try:
+            DBOS(config=config)
+            DBOS.launch()
+        except Exception as error:
+            DBOS.destroy()
+            raise DurableEngineError(
+                f"cannot open the durable store {_redact(self.database_url)}: {error}") from error
+        self._launched = True
+
+    def shutdown(self) -> None:
+        global _body
+        if self._launched:
+            DBOS.destroy()
+            _body = None
+            self._launched = False
+
+    async def start(self, instance_id: str, request: dict[str, Any]) -> None:
+        """Start an instance; starting again with the same id attaches to the existing one."""
+        with SetWorkflowID(instance_id):
+            await DBOS.start_workflow_async(_instance_workflow, request)
+
+    async def result(self, instance_id: str) -> Any:
+        handle = await DBOS.retrieve_workflow_async(instance_id)
+        return await handle.get_result()
+
+    async def send(self, instance_id: str, topic: str, payload: Any,
+                   idempotency_key: str | None = None) -> None:
+        await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
+                              idempotency_key=idempotency_key)
+
+    async def resume(self, instance_id: str) -> None:
+        await DBOS.resume_workflow_async(instance_id)
+
+    async def status(self, instance_id: str) -> Any | None:
+        return await DBOS.get_workflow_status_async(instance_id)
+
+    async def list(self, *, limit: int | None = None) -> list[Any]:
+        return await DBOS.list_workflows_async(name=WORKFLOW_NAME, limit=limit, sort_desc=True)
+
+    async def steps(self, instance_id: str) -> list[Any]:
+        return await DBOS.list_workflow_steps_async(instance_id)
+
+    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+        """The history records written so far (does not wait for more)."""
+        from xflow_runtime.engine.durable_history import read_history
+
+        return await read_history(instance_id)
