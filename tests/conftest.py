@@ -5,4 +5,4 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-pytest_plugins = ["tests.support.postgres"]
+pytest_plugins = ["tests.support.postgres", "xflow_runtime.testing.pytest_plugin"]
