@@ -1,0 +1,184 @@
+"""``compile_plan``: a loaded workflow document (a dict) → a frozen :class:`WorkflowPlan`.
+
+The document is expected to be schema-valid with referenced files resolved inline (see
+``xflow_runtime.definition.load_workflow``); this compiler still reports what it cannot compile
+as :class:`~xflow_runtime.errors.DefinitionError` rather than failing later at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+from xflow_runtime.errors import DefinitionError
+from xflow_runtime.expressions import is_expression
+from xflow_runtime.plan import builtin_states  # noqa: F401  (registers the eight SW state types)
+from xflow_runtime.plan.actions import compile_exit, compile_on_errors, state_filter
+from xflow_runtime.plan.context import CompileContext
+from xflow_runtime.plan.definitions import (
+    as_list,
+    compile_error_def,
+    compile_event_def,
+    compile_retry_def,
+    compile_timeouts,
+    compile_workflow_exec_timeout,
+    invalid,
+)
+from xflow_runtime.plan.functions import compile_function_def
+from xflow_runtime.plan.model import NO_TIMEOUTS, Timeouts
+from xflow_runtime.plan.registry import known_state_types, state_compiler
+from xflow_runtime.plan.states import DataInputSchema, State, WorkflowPlan
+from xflow_runtime.plan.templates import compile_template
+
+
+def compile_plan(document: Mapping[str, Any], *, base_dir: str | None = None,
+                 source_name: str | None = None) -> WorkflowPlan:
+    """Compile ``document`` once; the plan is immutable and shared by every instance."""
+    if not isinstance(document, Mapping):
+        raise DefinitionError([f"a workflow document must be an object, found {type(document).__name__}"])
+    raw_states = document.get("states")
+    if not isinstance(raw_states, list) or not raw_states:
+        raise invalid("/states", "a workflow needs at least one state")
+    names = [state.get("name") if isinstance(state, Mapping) else None for state in raw_states]
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise invalid(f"/states/{i}", "a state needs a 'name'")
+        if names.index(name) != i:
+            raise invalid(f"/states/{i}/name", f"state name {name!r} is used twice")
+
+    auth_defs = {item["name"]: item for item in as_list(document.get("auth"), "/auth") if isinstance(item, Mapping)}
+    functions = {}
+    for i, raw in enumerate(as_list(document.get("functions"), "/functions")):
+        function = compile_function_def(raw, auth_defs, base_dir)
+        functions[function.name] = function
+    top_timeouts_raw = document.get("timeouts")
+    if isinstance(top_timeouts_raw, str):
+        raise invalid("/timeouts", "the timeouts reference was not resolved by the loader")
+    ctx = CompileContext(
+        functions=functions,
+        events={d.name: d for d in (compile_event_def(raw, f"/events/{i}")
+                                    for i, raw in enumerate(as_list(document.get("events"), "/events")))},
+        errors={d.name: d for d in (compile_error_def(raw, f"/errors/{i}")
+                                    for i, raw in enumerate(as_list(document.get("errors"), "/errors")))},
+        retries={d.name: d for d in (compile_retry_def(raw, f"/retries/{i}")
+                                     for i, raw in enumerate(as_list(document.get("retries"), "/retries")))},
+        timeouts=compile_timeouts(top_timeouts_raw, "/timeouts", NO_TIMEOUTS),
+        state_names=frozenset(names),
+        base_dir=base_dir,
+        source_name=source_name,
+    )
+    states = {raw["name"]: compile_state(raw, ctx, f"/states/{i}") for i, raw in enumerate(raw_states)}
+
+    start = document.get("start")
+    if isinstance(start, Mapping):
+        start_name, schedule = start.get("stateName"), start.get("schedule")
+    else:
+        start_name, schedule = start, None
+    start_name = ctx.state_name(start_name, "/start") if start_name is not None else names[0]
+
+    wf_timeout = compile_workflow_exec_timeout(
+        (top_timeouts_raw or {}).get("workflowExecTimeout"), "/timeouts/workflowExecTimeout")
+    if wf_timeout and wf_timeout.run_before is not None:
+        ctx.state_name(wf_timeout.run_before, "/timeouts/workflowExecTimeout/runBefore")
+    for name, state in states.items():
+        if state.compensated_by is not None:
+            ctx.state_name(state.compensated_by, f"/states/{names.index(name)}/compensatedBy")
+
+    version = document.get("version")
+    constants = document.get("constants") or {}
+    if not isinstance(constants, Mapping):
+        raise invalid("/constants", "constants must be an object (a URI must be resolved by the loader)")
+    secrets = document.get("secrets") or ()
+    if isinstance(secrets, str):
+        raise invalid("/secrets", "the secrets reference was not resolved by the loader")
+    return WorkflowPlan(
+        id=document.get("id"), key=document.get("key"), name=document.get("name"),
+        version=None if version is None or is_expression(version) else str(version),
+        version_template=compile_template(version) if is_expression(version) else None,
+        description=document.get("description"),
+        spec_version=str(document.get("specVersion", "0.8")),
+        start=start_name, states=states,
+        functions=functions, events=ctx.events, errors=ctx.errors, retries=ctx.retries,
+        constants=dict(constants), secrets=tuple(str(s) for s in secrets),
+        workflow_exec_timeout=wf_timeout,
+        keep_active=bool(document.get("keepActive", False)),
+        auto_retries=bool(document.get("autoRetries", False)),
+        data_input_schema=_data_input_schema(document.get("dataInputSchema"), base_dir),
+        expression_lang=str(document.get("expressionLang", "jq")),
+        annotations=tuple(document.get("annotations") or ()),
+        metadata=dict(document.get("metadata") or {}),
+        base_dir=base_dir, source_name=source_name, schedule=schedule,
+    )
+
+
+def compile_state(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> State:
+    type_name = raw.get("type")
+    compiler = state_compiler(type_name) if isinstance(type_name, str) else None
+    if compiler is None:
+        raise invalid(f"{where}/type", f"unknown state type {type_name!r} (known: {', '.join(known_state_types())})")
+    switch = type_name == "switch"
+    common: dict[str, Any] = {
+        "name": raw["name"],
+        "type": type_name,
+        "id": raw.get("id"),
+        "filter": state_filter(raw.get("stateDataFilter"), ctx, f"{where}/stateDataFilter"),
+        "on_errors": compile_on_errors(raw.get("onErrors"), ctx, f"{where}/onErrors"),
+        "exit": None if switch else compile_exit(
+            raw, ctx, where, required=not raw.get("usedForCompensation") and type_name in _NEEDS_EXIT),
+        "compensated_by": raw.get("compensatedBy"),
+        "used_for_compensation": bool(raw.get("usedForCompensation", False)),
+        "timeouts": compile_timeouts(raw.get("timeouts"), f"{where}/timeouts", ctx.timeouts),
+        "metadata": dict(raw.get("metadata") or {}),
+    }
+    ctx.where = where
+    return compiler(dict(raw), ctx, common)
+
+
+# Built-in types must say where they go; extension types (aiagent) may route through outcomes.
+_NEEDS_EXIT = frozenset({"operation", "sleep", "inject", "parallel", "foreach", "event", "callback"})
+
+
+def _data_input_schema(raw: Any, base_dir: str | None) -> DataInputSchema | None:
+    if raw is None:
+        return None
+    fail = True
+    if isinstance(raw, Mapping) and "schema" in raw:
+        fail = bool(raw.get("failOnValidationErrors", True))
+        raw = raw["schema"]
+    schema = raw if isinstance(raw, Mapping) else _read_schema(raw, base_dir)
+    import jsonschema  # only workflows that declare an input schema pay for this import
+
+    try:
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise invalid("/dataInputSchema", f"not a valid JSON Schema: {exc.message}") from None
+    return DataInputSchema(schema=dict(schema), fail_on_validation_errors=fail, validator=validator_class(schema))
+
+
+def _read_schema(uri: Any, base_dir: str | None) -> Mapping[str, Any]:
+    if not isinstance(uri, str):
+        raise invalid("/dataInputSchema", f"expected a schema URI or object, found {type(uri).__name__}")
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    if "://" in path:
+        raise invalid("/dataInputSchema", f"{uri!r}: only local schema files are read")
+    if not os.path.isabs(path):
+        path = os.path.join(base_dir or os.getcwd(), path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise invalid("/dataInputSchema", f"cannot read {uri!r}: {exc.strerror}") from None
+    try:
+        if path.endswith((".yaml", ".yml")):
+            import yaml
+
+            schema = yaml.safe_load(text)
+        else:
+            schema = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a definition problem
+        raise invalid("/dataInputSchema", f"{uri!r} is not JSON/YAML: {exc}") from None
+    if not isinstance(schema, Mapping):
+        raise invalid("/dataInputSchema", f"{uri!r} does not hold a JSON Schema object")
+    return schema

@@ -1,0 +1,83 @@
+"""Argument trees compiled once: literal unless a string is a whole ``${ … }`` expression.
+
+``functionRef.arguments``, ``contextAttributes``, object-form event ``data`` and ``continueAs.data``
+are trees of literals with expressions at some leaves. :func:`compile_template` walks the tree once
+and returns the cheapest evaluator: a constant when nothing in it is an expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from xflow_runtime.expressions import JqExpression, compile_expression, is_expression
+
+
+class Template:
+    """Evaluates to a JSON value given the data and the expression variables."""
+
+    __slots__ = ()
+
+    def render(self, data: Any, variables: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Constant(Template):
+    value: Any
+
+    def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionTemplate(Template):
+    expression: JqExpression
+
+    def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return self.expression.evaluate(data, variables)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectTemplate(Template):
+    items: tuple[tuple[str, Template], ...]
+
+    def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return {key: item.render(data, variables) for key, item in self.items}
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayTemplate(Template):
+    items: tuple[Template, ...]
+
+    def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return [item.render(data, variables) for item in self.items]
+
+
+def compile_template(value: Any, *, extra_variables: tuple[str, ...] = ()) -> Template:
+    """Compile ``value``; strings are expressions only when written ``${ … }``."""
+    if isinstance(value, str):
+        if is_expression(value):
+            return ExpressionTemplate(compile_expression(value, extra_variables=extra_variables))
+        return Constant(value)
+    if isinstance(value, dict):
+        items = tuple((key, compile_template(item, extra_variables=extra_variables)) for key, item in value.items())
+        if all(isinstance(item, Constant) for _, item in items):
+            return Constant(value)
+        return ObjectTemplate(items)
+    if isinstance(value, list):
+        elements = tuple(compile_template(item, extra_variables=extra_variables) for item in value)
+        if all(isinstance(item, Constant) for item in elements):
+            return Constant(value)
+        return ArrayTemplate(elements)
+    return Constant(value)
+
+
+def compile_data(value: Any) -> Template | None:
+    """``produceEvents.data`` / ``eventRef.data`` / ``continueAs.data``: a string is always an
+    expression (``${ }`` optional); an object is a template (literal unless ``${ }``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return ExpressionTemplate(compile_expression(value))
+    return compile_template(value)
