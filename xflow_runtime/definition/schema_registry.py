@@ -1,0 +1,103 @@
+"""The JSON Schemas of the xFlow dialect, loaded once and validated offline.
+
+The schema files live in ``<repo>/schemas`` in a checkout and in ``xflow_runtime/_schemas`` in an
+installed wheel (``pyproject.toml`` force-includes them). Every file is registered under its
+``$id`` in a :class:`referencing.Registry`, so relative ``$ref``s such as
+``common.json#/$defs/transition`` resolve without touching the network.
+
+Kept cheap to import: only the standard library at module level; ``jsonschema`` is imported the
+first time a validator is asked for, and everything is cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import referencing
+    from jsonschema.protocols import Validator
+
+#: The stable base of every ``$id``; a file ``x.json`` has ``$id`` ``SCHEMA_BASE_URI + "x.json"``.
+SCHEMA_BASE_URI = "https://xflow-runtime.dev/schemas/0.8/"
+#: The root schema: one workflow document.
+ROOT_SCHEMA = "workflow"
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+class SchemaNotFound(LookupError):
+    """No schema folder, or no schema of that name."""
+
+
+def schema_dir() -> Path:
+    """The folder holding the ``*.json`` schema files (installed copy first, then the checkout)."""
+    for candidate in (_PACKAGE_DIR / "_schemas", _PACKAGE_DIR.parent / "schemas"):
+        if (candidate / f"{ROOT_SCHEMA}.json").is_file():
+            return candidate
+    raise SchemaNotFound(
+        f"the xFlow JSON Schemas were not found (looked in {_PACKAGE_DIR / '_schemas'} "
+        f"and {_PACKAGE_DIR.parent / 'schemas'})"
+    )
+
+
+@functools.cache
+def _load_schema_files() -> dict[str, dict[str, Any]]:
+    folder = schema_dir()
+    return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
+
+
+def schema_files() -> dict[str, dict[str, Any]]:
+    """Every schema, by file name without ``.json`` (``"workflow"``, ``"agents"``, …).
+
+    Returns a fresh shallow copy of the mapping; the schema dicts themselves are shared and must
+    not be mutated.
+    """
+    return dict(_load_schema_files())
+
+
+def schema(name: str = ROOT_SCHEMA) -> dict[str, Any]:
+    """One schema by name (``"workflow"`` by default)."""
+    files = _load_schema_files()
+    try:
+        return files[name]
+    except KeyError:
+        raise SchemaNotFound(f"no schema named {name!r}; known: {', '.join(sorted(files))}") from None
+
+
+def schema_id(name: str = ROOT_SCHEMA) -> str:
+    """The ``$id`` of a schema."""
+    return str(schema(name)["$id"])
+
+
+@functools.cache
+def registry() -> "referencing.Registry[Any]":
+    """A registry holding every schema under its ``$id`` (no network access)."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    resources = [
+        (document["$id"], Resource.from_contents(document, default_specification=DRAFT202012))
+        for document in _load_schema_files().values()
+    ]
+    return Registry().with_resources(resources).crawl()
+
+
+@functools.cache
+def validator(name: str = ROOT_SCHEMA) -> "Validator":
+    """A cached Draft 2020-12 validator for one schema (format keywords are annotations only)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema(name), registry=registry())
+
+
+def workflow_validator() -> "Validator":
+    """The cached validator of a whole workflow document (``schemas/workflow.json``).
+
+    Use ``iter_errors(document)``; each error's ``absolute_path`` / ``json_path`` locates the
+    offending value, and ``error.schema.get("description")`` (when the failing subschema has one)
+    explains a rule in words, e.g. "A `transition` is required unless `end` is set".
+    """
+    return validator(ROOT_SCHEMA)
