@@ -1,0 +1,64 @@
+"""``xflow schema``: print the JSON Schemas of the dialect, or write them all to a folder.
+
+    xflow schema                  # the root schema (workflow.json) on stdout
+    xflow schema --name agents    # one schema by file name
+    xflow schema --list           # the schema names and their $ids
+    xflow schema --write DIR      # every schema file into DIR (for editors, CI, docs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from xflow_runtime.definition import schema_registry
+
+
+def register(subparsers: Any, name: str) -> None:
+    parser = subparsers.add_parser(
+        name,
+        help="print or write the JSON Schemas of the dialect",
+        description="Print the root JSON Schema of xFlow workflows (or one by --name), list them, "
+        "or write all of them to a folder with --write.",
+    )
+    parser.add_argument("--name", default=schema_registry.ROOT_SCHEMA,
+                        help="schema to print, by file name without .json (default: %(default)s)")
+    parser.add_argument("--list", action="store_true", help="list the schema names and their $ids")
+    parser.add_argument("--write", metavar="DIR", type=Path,
+                        help="write every schema file into DIR (created if missing)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        files = schema_registry.schema_files()
+        if args.write is not None:
+            return _write_all(files, args.write)
+        if args.list:
+            for name, document in files.items():
+                print(f"{name}\t{document.get('$id', '')}")
+            return 0
+        if args.name not in files:
+            print(f"xflow schema: no schema named {args.name!r}; known: {', '.join(files)}", file=sys.stderr)
+            return 2
+        print(json.dumps(files[args.name], indent=2, ensure_ascii=False))
+        return 0
+    except schema_registry.SchemaNotFound as error:
+        print(f"xflow schema: {error}", file=sys.stderr)
+        return 1
+
+
+def _write_all(files: dict[str, dict[str, Any]], folder: Path) -> int:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, document in files.items():
+            text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+            (folder / f"{name}.json").write_text(text, encoding="utf-8")
+    except OSError as error:
+        print(f"xflow schema: cannot write to {folder}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(files)} schema files to {folder}", file=sys.stderr)
+    return 0
