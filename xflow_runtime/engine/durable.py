@@ -165,6 +165,11 @@ class DurableEngine:
         self.application_version = application_version
         self._launched = False
 
+    @property
+    def display_url(self) -> str:
+        """The database URL without its password, for messages."""
+        return _redact(self.database_url)
+
     def launch(self, body: InstanceBody) -> None:
         global _body
         if self._launched:
@@ -214,8 +219,10 @@ class DurableEngine:
     async def status(self, instance_id: str) -> Any | None:
         return await DBOS.get_workflow_status_async(instance_id)
 
-    async def list(self, *, limit: int | None = None) -> list[Any]:
-        return await DBOS.list_workflows_async(name=WORKFLOW_NAME, limit=limit, sort_desc=True)
+    async def list(self, *, status: str | None = None, limit: int | None = None) -> list[Any]:
+        """Instances, newest first."""
+        return await DBOS.list_workflows_async(name=WORKFLOW_NAME, status=status, limit=limit,
+                                               sort_desc=True)
 
     async def steps(self, instance_id: str) -> list[Any]:
         return await DBOS.list_workflow_steps_async(instance_id)

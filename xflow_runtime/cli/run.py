@@ -1,0 +1,233 @@
+"""``xflow run FILE``: run one instance and print its output as JSON on stdout.
+
+Exit codes: 0 the instance completed; 1 it failed (or the runtime could not run it), with a clear
+message on stderr; 2 the definition is invalid (diagnostics on stderr) or the command line is.
+
+The durable engine is the default (SQLite under ``./.xflow/``, or ``--db URL`` /
+``$XFLOW_DATABASE_URL``); ``--ephemeral`` runs on the in-process engine, imports nothing
+DBOS-related and persists nothing. Options shared with ``xflow resume`` are added by
+:func:`add_instance_options`; a new option is one ``add_argument`` there plus one line in
+:func:`runtime_options`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
+
+
+class UsageError(XFlowError):
+    """A command-line value is malformed (exit code 2)."""
+
+
+def register(subparsers: Any, name: str) -> None:
+    parser = subparsers.add_parser(name, help="run a workflow and print its output as JSON",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", help="the workflow file (YAML or JSON)")
+    parser.add_argument("--input", metavar="JSON|@FILE|-", default=None,
+                        help="workflow input: inline JSON, @file.json, or - for stdin (default {})")
+    parser.add_argument("--id", dest="instance_id", metavar="ID",
+                        help="instance id (durable: running again with the same id attaches to it)")
+    parser.add_argument("--event", action="append", default=[], metavar="JSON|@FILE",
+                        help="CloudEvents to deliver in order: inline JSON or @events.jsonl "
+                             "(one event per line); repeatable")
+    parser.add_argument("--ephemeral", action="store_true",
+                        help="run in process: nothing persisted, no resume (fastest start)")
+    add_instance_options(parser)
+    parser.set_defaults(handler=run_command)
+
+
+def add_instance_options(parser: argparse.ArgumentParser) -> None:
+    """Options of every command that runs instances (``run``, ``resume``)."""
+    parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
+                        help="a value for $SECRETS.NAME; repeatable")
+    parser.add_argument("--secrets-file", metavar="FILE",
+                        help="secrets as a JSON/YAML object or NAME=VALUE lines")
+    parser.add_argument("--db", metavar="URL", default=None,
+                        help="durable store: sqlite:///FILE or postgresql://… "
+                             "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/)")
+    parser.add_argument("--events-out", metavar="FILE",
+                        help="append produced CloudEvents as JSON lines to FILE (default stderr)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, Any]:
+    """Keyword arguments of :class:`~xflow_runtime.runtime.Runtime` from the shared options."""
+    options: dict[str, Any] = {
+        "engine": "inprocess" if ephemeral else "durable",
+        "secrets": read_secrets(args.secret, args.secrets_file),
+        "on_event": event_writer(args.events_out),
+    }
+    if not ephemeral:
+        options["database_url"] = args.db
+        # A CLI process recovers nothing at launch (it could steal a live instance of another
+        # process); crashed instances are resumed explicitly with ``xflow resume``.
+        options["executor_id"] = f"cli-{uuid.uuid4().hex[:12]}"
+    if not args.quiet and sys.stderr.isatty():
+        options["on_history"] = ProgressPrinter(sys.stderr)
+    return options
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        data = read_input(args.input)
+        events = read_events(args.event)
+        options = runtime_options(args, ephemeral=args.ephemeral)
+    except XFlowError as error:
+        print(f"xflow run: {error}", file=sys.stderr)
+        return 2
+    return guarded(lambda: _run(Path(args.file), data, events, args.instance_id, options))
+
+
+async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id: str | None,
+               options: dict[str, Any]) -> Any:
+    from xflow_runtime.runtime import Runtime
+
+    async with Runtime(**options) as runtime:
+        plan = runtime.load(path)
+        handle = await runtime.start(plan, data, instance_id=instance_id)
+        for event in events:
+            await handle.send_event(event)
+        return await handle.result()
+
+
+def guarded(run: Callable[[], Any]) -> int:
+    """Run a coroutine factory, print its output as JSON, and map errors to exit codes."""
+    try:
+        output = asyncio.run(run())
+    except DefinitionError as error:
+        print(str(error), file=sys.stderr)
+        return 2
+    except WorkflowFailed as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        details = {k: v for k, v in (failure.error or {}).items() if v is not None and k != "message"}
+        if details:
+            print(f"  {json.dumps(details, default=str)}", file=sys.stderr)
+        return 1
+    except XFlowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(output, ensure_ascii=False, default=str))
+    return 0
+
+
+# --- option values ----------------------------------------------------------------------------------
+
+def read_input(spec: str | None) -> Any:
+    if spec is None:
+        return {}
+    if spec == "-":
+        return _parse_json(sys.stdin.read(), "the input on stdin")
+    if spec.startswith("@"):
+        return _parse_json(_read_file(spec[1:], "input"), f"input file {spec[1:]}")
+    return _parse_json(spec, "--input")
+
+
+def read_events(specs: list[str]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for spec in specs:
+        if spec.startswith("@"):
+            text = _read_file(spec[1:], "events")
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    events.append(_event(_parse_json(line, f"{spec[1:]}:{number}"), f"{spec[1:]}:{number}"))
+        else:
+            events.append(_event(_parse_json(spec, "--event"), "--event"))
+    return events
+
+
+def _event(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise UsageError(f"{where}: an event must be a CloudEvent object with a string 'type'")
+    return value
+
+
+def read_secrets(pairs: list[str], secrets_file: str | None) -> dict[str, Any]:
+    secrets: dict[str, Any] = {}
+    if secrets_file:
+        secrets.update(_parse_secrets_file(secrets_file))
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--secret expects NAME=VALUE, got {name.strip() or pair!r}")
+        secrets[name.strip()] = value
+    return secrets
+
+
+def _parse_secrets_file(path: str) -> dict[str, Any]:
+    text = _read_file(path, "secrets")
+    stripped = text.lstrip()
+    if stripped.startswith("{") or ":" in stripped.split("\n", 1)[0]:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return {str(k): v for k, v in loaded.items()}
+    secrets: dict[str, Any] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:  # never echo the line: it may hold a secret
+            raise UsageError(f"{path}:{number}: expected NAME=VALUE")
+        secrets[name.strip()] = value.strip()
+    return secrets
+
+
+def _read_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot read {what} file {path}: {error.strerror}") from None
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{where} is not valid JSON: {error.msg} at line {error.lineno} "
+                         f"column {error.colno}") from None
+
+
+# --- output sinks -----------------------------------------------------------------------------------
+
+def event_writer(path: str | None) -> Callable[[dict[str, Any]], None]:
+    """Writes each produced CloudEvent as one JSON line to ``path`` (appending) or stderr."""
+
+    def write(event: dict[str, Any]) -> None:
+        line = json.dumps(event, ensure_ascii=False, default=str)
+        if path is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            with open(path, "a", encoding="utf-8") as sink:
+                sink.write(line + "\n")
+
+    return write
+
+
+class ProgressPrinter:
+    """Prints each state entered, with the time since the instance started, to a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started: float | None = None
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        if self.started is None:
+            self.started = record["at"]
+        if record["kind"] in ("state.entered", "state.failed"):
+            mark = "→" if record["kind"] == "state.entered" else "✗"
+            elapsed = record["at"] - self.started
+            print(f"  {mark} {record.get('state')}  +{elapsed:.3f}s", file=self.stream, flush=True)
+

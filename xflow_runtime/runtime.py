@@ -1,0 +1,287 @@
+"""The embedding API: load a workflow once, run it many times, on either engine.
+
+    runtime = Runtime(engine="durable", functions={"charge": charge})
+    plan = runtime.load("workflows/order-approval.yaml")
+    handle = await runtime.start(plan, {"order": 42})
+    await runtime.send_event({"specversion": "1.0", "type": "approval", ...}, instance_id=handle.instance_id)
+    output = await handle.result()
+
+Everything is async and never blocks the caller's event loop (DBOS work runs on its own threads
+or on the loop with async I/O), so a web service can host a runtime directly. :func:`run_sync`
+is the blocking one-shot convenience. The full contract is in ``specs/python-api.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+
+from xflow_runtime.errors import WorkflowFailed, XFlowError
+from xflow_runtime.history import HistoryRecorder
+from xflow_runtime import runtime_execution as execution
+
+if TYPE_CHECKING:
+    from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.plan.states import WorkflowPlan
+
+EngineName = Literal["inprocess", "durable"]
+EventListener = Callable[[dict[str, Any]], None]
+
+
+class UnknownInstance(XFlowError):
+    """No instance with this id exists (in this runtime, or in the durable store)."""
+
+
+@dataclass(frozen=True)
+class WorkflowRef:
+    """What a durable instance records about its definition: where it was loaded from and the
+    SHA-256 of the file, so a resumed instance replays the definition it started with."""
+
+    path: str
+    sha256: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+class InstanceHandle:
+    """A started instance. ``result()`` waits for its output (or raises
+    :class:`~xflow_runtime.errors.WorkflowFailed`)."""
+
+    def __init__(self, runtime: "Runtime", instance_id: str) -> None:
+        self._runtime = runtime
+        self.instance_id = instance_id
+
+    async def result(self, timeout: float | None = None) -> Any:
+        waiting = self._runtime._result(self.instance_id)
+        return await (waiting if timeout is None else asyncio.wait_for(waiting, timeout))
+
+    async def send_event(self, event: Mapping[str, Any]) -> None:
+        await self._runtime.send_event(event, instance_id=self.instance_id)
+
+    def __repr__(self) -> str:
+        return f"InstanceHandle({self.instance_id!r})"
+
+
+class Runtime:
+    """Runs workflow instances on the in-process engine (fast, nothing persisted) or the durable
+    engine (DBOS; SQLite under ``./.xflow/`` by default, PostgreSQL by ``database_url``).
+
+    ``functions`` maps function names or operation strings to Python callables for ``custom``
+    functions; ``secrets`` are the values of ``$SECRETS`` (never persisted: a resumed durable
+    instance takes them from the runtime that resumes it). ``on_event`` receives every CloudEvent
+    an instance produces; ``on_history`` every history record as it is reported.
+
+    A durable runtime owns DBOS, a process-wide singleton: one durable runtime per process.
+    ``executor_id`` decides which crashed instances it recovers when it opens: the default
+    ``"local"`` recovers the PENDING instances of earlier processes that used ``"local"`` too.
+    """
+
+    def __init__(self, engine: EngineName = "inprocess", *, database_url: str | None = None,
+                 functions: Mapping[str, Callable[..., Any]] | None = None,
+                 secrets: Mapping[str, Any] | None = None,
+                 on_event: EventListener | None = None,
+                 on_history: EventListener | None = None,
+                 executor_id: str = "local") -> None:
+        if engine not in ("inprocess", "durable"):
+            raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
+        self.engine_name: EngineName = engine
+        self.database_url = database_url
+        self.functions = dict(functions or {})
+        self.secrets = dict(secrets or {})
+        self.on_event = on_event
+        self.on_history = on_history
+        self.executor_id = executor_id
+        self._plans: dict[str, "WorkflowPlan"] = {}  # sha256 → plan
+        self._refs: dict[int, WorkflowRef] = {}      # id(plan) → where it came from
+        self._durable: "DurableEngine | None" = None
+        self._local: dict[str, execution.LocalInstance] = {}
+        self._services = execution.Services(self)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    async def open(self) -> "Runtime":
+        """Open the engine (for a durable runtime: launch DBOS, which recovers pending instances).
+        Called by ``async with`` and, lazily, by the first call that needs it."""
+        if self.engine_name == "durable" and self._durable is None:
+            from xflow_runtime.engine.durable import DurableEngine
+
+            engine = DurableEngine(self.database_url, executor_id=self.executor_id)
+            # DBOS.launch does blocking database work (migrations, recovery): keep it off our loop.
+            await asyncio.to_thread(engine.launch, self._run_durable_body)
+            self._durable = engine
+        return self
+
+    async def close(self) -> None:
+        for instance in list(self._local.values()):
+            instance.cancel()
+        self._local.clear()
+        await self._services.aclose()
+        if self._durable is not None:
+            engine, self._durable = self._durable, None
+            await asyncio.to_thread(engine.shutdown)
+
+    async def __aenter__(self) -> "Runtime":
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    # --- workflows -------------------------------------------------------------------------------
+    def load(self, path: str | Path) -> "WorkflowPlan":
+        """Load, validate and compile a workflow file (raises
+        :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic). Loading the same
+        unchanged file again returns the same plan."""
+        source = Path(path).resolve()
+        try:
+            digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        except OSError as error:
+            raise XFlowError(f"cannot read workflow file {path}: {error.strerror}") from None
+        plan = self._plans.get(digest)
+        if plan is None:
+            plan = execution.load_plan(source)
+            self._plans[digest] = plan
+        self._refs[id(plan)] = WorkflowRef(str(source), digest)
+        return plan
+
+    def _plan_for(self, ref: Mapping[str, str]) -> "WorkflowPlan":
+        """The plan a recorded instance started with (loaded again after a restart)."""
+        plan = self._plans.get(ref["sha256"])
+        if plan is not None:
+            return plan
+        plan = self.load(ref["path"])
+        if self._refs[id(plan)].sha256 != ref["sha256"]:
+            raise XFlowError(
+                f"workflow file {ref['path']} changed since the instance started; "
+                "restore the original file to resume it")
+        return plan
+
+    # --- instances -------------------------------------------------------------------------------
+    async def start(self, plan: "WorkflowPlan", input: Any = None, *,
+                    instance_id: str | None = None) -> InstanceHandle:
+        """Start an instance of ``plan`` with ``input`` (a JSON-like value; ``None`` means ``{}``).
+        On the durable engine, starting again with an existing ``instance_id`` attaches to that
+        instance instead of starting a second one."""
+        await self.open()
+        instance_id = instance_id or str(uuid.uuid4())
+        data = {} if input is None else input
+        if self._durable is not None:
+            ref = self._refs.get(id(plan))
+            if ref is None:
+                raise XFlowError("a durable runtime runs plans returned by its own load()")
+            request = {"format": 1, "workflow": ref.to_dict(), "input": data}
+            await self._durable.start(instance_id, request)
+        else:
+            if instance_id in self._local:
+                return InstanceHandle(self, instance_id)
+            self._local[instance_id] = execution.LocalInstance.start(
+                self._services, plan, data, instance_id)
+        return InstanceHandle(self, instance_id)
+
+    def instance(self, instance_id: str) -> InstanceHandle:
+        """A handle on an existing instance (e.g. one started by an earlier process)."""
+        return InstanceHandle(self, instance_id)
+
+    async def resume(self, instance_id: str) -> InstanceHandle:
+        """Resume a durable instance that stopped (its process died, or it was cancelled). It
+        continues after its last completed step."""
+        engine = await self._require_durable("resume")
+        if await engine.status(instance_id) is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in {engine.display_url}")
+        await engine.resume(instance_id)
+        return InstanceHandle(self, instance_id)
+
+    async def send_event(self, event: Mapping[str, Any], *, instance_id: str | None = None) -> None:
+        """Deliver a CloudEvent (a dict with ``type``, ``source``, ``data``…) to one instance, or
+        without ``instance_id`` to every instance this runtime is running. Events sent before an
+        instance waits for them are kept until it does."""
+        await self.open()
+        cloud_event = execution.normalize_cloud_event(event)
+        if instance_id is None:
+            targets = [i for i, inst in self._local.items() if not inst.done]
+            if self._durable is not None:
+                targets += [s.workflow_id for s in await self._durable.list(status="PENDING")]
+        else:
+            targets = [instance_id]
+        for target in targets:
+            await self._deliver(target, cloud_event)
+
+    async def _deliver(self, instance_id: str, cloud_event: dict[str, Any]) -> None:
+        topic = execution.event_topic(cloud_event)
+        if self._durable is not None:
+            if await self._durable.status(instance_id) is None:
+                raise UnknownInstance(f"no instance {instance_id!r}")
+            await self._durable.send(instance_id, topic, cloud_event,
+                                     idempotency_key=cloud_event.get("id"))
+            return
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        instance.deliver(topic, cloud_event)
+
+    async def _result(self, instance_id: str) -> Any:
+        if self._durable is not None:
+            if await self._durable.status(instance_id) is None:
+                raise UnknownInstance(f"no instance {instance_id!r}")
+            return await self._durable.result(instance_id)
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        return await instance.result()
+
+    # --- inspection (durable) --------------------------------------------------------------------
+    async def list_instances(self, *, limit: int | None = 50) -> list[dict[str, Any]]:
+        """The most recent durable instances, newest first (id, status, workflow, times)."""
+        engine = await self._require_durable("list instances")
+        return [execution.describe_status(s) for s in await engine.list(limit=limit)]
+
+    async def describe(self, instance_id: str) -> dict[str, Any]:
+        """One instance: status, input, output, error, and its history of states (input, output,
+        error, duration and LLM usage of each)."""
+        if self._durable is None and instance_id in self._local:
+            return self._local[instance_id].describe()
+        engine = await self._require_durable("show an instance")
+        status = await engine.status(instance_id)
+        if status is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in {engine.display_url}")
+        return execution.describe_durable(status, await engine.history(instance_id))
+
+    async def _require_durable(self, what: str) -> "DurableEngine":
+        if self.engine_name != "durable":
+            raise XFlowError(f"cannot {what}: the in-process engine keeps no records")
+        await self.open()
+        assert self._durable is not None
+        return self._durable
+
+    # --- the body of a durable instance (runs inside the DBOS workflow) --------------------------
+    async def _run_durable_body(self, request: dict[str, Any], port: Any) -> Any:
+        plan = self._plan_for(request["workflow"])
+        history = HistoryRecorder(port.append_history, listeners=self._history_listeners())
+        try:
+            return await execution.execute(self._services, plan, request["input"], port,
+                                           instance_id=port.instance_id, history=history)
+        except WorkflowFailed as failure:
+            raise execution.RecordedFailure(failure.instance_id, failure.error) from None
+
+    def _history_listeners(self) -> list[EventListener]:
+        return [self.on_history] if self.on_history else []
+
+
+def run_sync(workflow: str | Path, input: Any = None, *, engine: EngineName = "inprocess",
+             events: list[Mapping[str, Any]] | None = None, instance_id: str | None = None,
+             **runtime_options: Any) -> Any:
+    """Load ``workflow``, run one instance to completion and return its output (blocking).
+    ``events`` are delivered in order right after the start. Not for use inside a running event
+    loop: there, use :class:`Runtime` and ``await``."""
+
+    async def run() -> Any:
+        async with Runtime(engine, **runtime_options) as runtime:
+            handle = await runtime.start(runtime.load(workflow), input, instance_id=instance_id)
+            for event in events or ():
+                await handle.send_event(event)
+            return await handle.result()
+
+    return asyncio.run(run())

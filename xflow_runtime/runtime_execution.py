@@ -1,0 +1,199 @@
+"""The joints between :mod:`xflow_runtime.runtime` and the rest of the package: loading plans,
+calling the interpreter, in-process instances, event routing and instance descriptions.
+
+Kept apart from ``runtime.py`` so the public class reads as a contract; this module is internal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from xflow_runtime.errors import WorkflowFailed, XFlowError
+from xflow_runtime.history import HistoryRecorder, summarize
+
+if TYPE_CHECKING:
+    from xflow_runtime.plan.states import WorkflowPlan
+    from xflow_runtime.runtime import Runtime
+
+#: Every CloudEvent sent to an instance arrives on this one topic, in order; the interpreter
+#: matches type/source/correlation itself and keeps the events it is not waiting for yet.
+EVENT_TOPIC = "xflow.events"
+
+
+class RecordedFailure(WorkflowFailed):
+    """A :class:`WorkflowFailed` that survives pickling (DBOS records a failed workflow's
+    exception with pickle, and ``WorkflowFailed.__init__`` takes two arguments)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.instance_id, self.error))
+
+
+def load_plan(path: Path) -> "WorkflowPlan":
+    from xflow_runtime.definition import load_workflow
+
+    loaded = load_workflow(path)  # raises DefinitionError with every diagnostic
+    return loaded.plan
+
+
+class Services:
+    """What instances of one runtime share: function registry, HTTP client, secrets."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self.runtime = runtime
+        self._function_contexts: dict[int, Any] = {}
+
+    def function_context(self, plan: "WorkflowPlan") -> Any:
+        context = self._function_contexts.get(id(plan))
+        if context is None:
+            from xflow_runtime.functions.context import FunctionContext
+            from xflow_runtime.functions.registry import FunctionRegistry
+
+            registry = FunctionRegistry()
+            for key, function in self.runtime.functions.items():
+                registry.register(key, function)
+            context = FunctionContext(secrets=self.runtime.secrets, constants=plan.constants,
+                                      registry=registry)
+            self._function_contexts[id(plan)] = context
+        return context
+
+    async def aclose(self) -> None:
+        contexts, self._function_contexts = list(self._function_contexts.values()), {}
+        for context in contexts:
+            await context.aclose()
+
+
+async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
+                  instance_id: str, history: HistoryRecorder) -> Any:
+    """Run the interpreter over ``port`` and report the instance's start and end to history."""
+    from xflow_runtime.interpreter import execute as interpret
+
+    await history.instance_started(plan.workflow_id, input)
+    context = {
+        "instance_id": instance_id,
+        "functions": services.function_context(plan),
+        "secrets": services.runtime.secrets,
+        "history": history,
+        "on_event": services.runtime.on_event,
+    }
+    try:
+        output = await interpret(plan, input, port=port, context=context)
+    except WorkflowFailed as failure:
+        await history.instance_failed(failure.error)
+        raise
+    await history.instance_completed(output)
+    return output
+
+
+def normalize_cloud_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A CloudEvent as a plain dict with ``specversion`` and ``id`` filled in when missing."""
+    if not isinstance(event, Mapping) or not isinstance(event.get("type"), str):
+        raise XFlowError("an event must be a CloudEvent object with a string 'type'")
+    cloud_event = dict(event)
+    cloud_event.setdefault("specversion", "1.0")
+    cloud_event.setdefault("id", str(uuid.uuid4()))
+    return cloud_event
+
+
+def event_topic(cloud_event: Mapping[str, Any]) -> str:
+    return EVENT_TOPIC
+
+
+class LocalInstance:
+    """One instance on the in-process engine: an asyncio task plus its engine."""
+
+    def __init__(self, engine: Any, task: "asyncio.Task[Any]", history: HistoryRecorder,
+                 instance_id: str) -> None:
+        self.engine = engine
+        self.task = task
+        self.history = history
+        self.instance_id = instance_id
+
+    @classmethod
+    def start(cls, services: Services, plan: "WorkflowPlan", input: Any,
+              instance_id: str) -> "LocalInstance":
+        from xflow_runtime.engine.inprocess import InProcessEngine
+
+        engine = InProcessEngine()
+        listeners = [services.runtime.on_history] if services.runtime.on_history else []
+        history = HistoryRecorder(listeners=listeners)
+        task = asyncio.ensure_future(execute(services, plan, input, engine,
+                                             instance_id=instance_id, history=history))
+        return cls(engine, task, history, instance_id)
+
+    @property
+    def done(self) -> bool:
+        return self.task.done()
+
+    def deliver(self, topic: str, payload: Any) -> None:
+        self.engine.deliver(topic, payload)
+
+    async def result(self) -> Any:
+        return await asyncio.shield(self.task)
+
+    def cancel(self) -> None:
+        self.task.cancel()
+
+    def describe(self) -> dict[str, Any]:
+        status = "PENDING"
+        if self.task.done():
+            status = "ERROR" if self.task.cancelled() or self.task.exception() else "SUCCESS"
+        return _description(self.instance_id, status, None, self.history.records)
+
+
+def describe_status(status: Any) -> dict[str, Any]:
+    """A DBOS workflow status as the row ``xflow list`` prints."""
+    request = _request_of(status)
+    workflow = request.get("workflow", {})
+    return {
+        "instance_id": status.workflow_id,
+        "status": status.status,
+        "workflow": Path(workflow.get("path", "?")).name,
+        "created_at": _seconds(status.created_at),
+        "updated_at": _seconds(status.updated_at),
+        "completed_at": _seconds(getattr(status, "completed_at", None)),
+    }
+
+
+def describe_durable(status: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    described = _description(status.workflow_id, status.status, describe_status(status), records)
+    request = _request_of(status)
+    described.setdefault("input", request.get("input"))
+    if status.status == "SUCCESS":
+        described["output"] = status.output
+    error = status.error
+    if error is not None and described.get("error") is None:
+        described["error"] = getattr(error, "error", None) or {"message": str(error),
+                                                               "code": type(error).__name__}
+    return described
+
+
+def _description(instance_id: str, status: str, row: dict[str, Any] | None,
+                 records: list[dict[str, Any]]) -> dict[str, Any]:
+    summary = summarize(records)
+    described: dict[str, Any] = dict(row or {"instance_id": instance_id, "status": status})
+    described.update({
+        "input": summary.input,
+        "output": summary.output,
+        "error": summary.error,
+        "states": [visit.to_dict() for visit in summary.visits],
+        "produced_events": summary.produced_events,
+        "usage": summary.usage,
+    })
+    return described
+
+
+def _request_of(status: Any) -> dict[str, Any]:
+    inputs = getattr(status, "input", None)
+    args = getattr(inputs, "args", None) if inputs is not None else None
+    if isinstance(inputs, dict):
+        args = inputs.get("args")
+    if args and isinstance(args[0], dict):
+        return args[0]
+    return {}
+
+
+def _seconds(epoch_ms: int | None) -> float | None:
+    return None if epoch_ms is None else epoch_ms / 1000.0
