@@ -1,0 +1,172 @@
+"""``load_workflow``: source text → checked document (+ compiled plan), or every problem at once.
+
+Steps: read (YAML/JSON with positions) → root must be a mapping → inline referenced files →
+schema → ``dataInputSchema`` file → lint → compile the plan. Every step reports
+:class:`Diagnostic` s instead of raising; :class:`~xflow_runtime.errors.DefinitionError` carries
+them all when at least one is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from xflow_runtime.definition.diagnostics import CODES, Diagnostic, errors_in, sort_key
+from xflow_runtime.definition.lint import run_lint
+from xflow_runtime.definition.reader import ParsedSource, parse_source, read_path
+from xflow_runtime.definition.references import ReferenceContext, resolve_data_input_schema, resolve_references
+from xflow_runtime.definition.schema_errors import explain, json_type
+from xflow_runtime.definition.source_map import DocumentMap
+from xflow_runtime.errors import DefinitionError
+
+_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class LoadedWorkflow:
+    """A checked workflow: ``document`` has references inlined; ``diagnostics`` holds warnings only."""
+
+    document: dict[str, Any]
+    diagnostics: list[Diagnostic]
+    source_name: str
+    base_dir: Path
+    plan: Any = field(default=None, repr=False)
+
+
+@dataclass
+class CheckResult:
+    """Everything :func:`check_workflow` learned; ``document`` is None when the text did not parse."""
+
+    document: dict[str, Any] | None
+    diagnostics: list[Diagnostic]
+    source_name: str
+    base_dir: Path
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return errors_in(self.diagnostics)
+
+
+def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
+                  base_dir: str | os.PathLike[str] | None = None, validator: Any = None,
+                  compile: bool = True) -> LoadedWorkflow:
+    """Load, check and compile one workflow. Raises :class:`DefinitionError` listing every error.
+
+    ``path_or_text`` is a path (a :class:`os.PathLike`, or a one-line string naming an existing
+    file or ending in .yaml/.yml/.json) or the document text itself. ``base_dir`` (default: the
+    file's folder, or the current folder for text) is where relative references resolve.
+    ``validator`` replaces the dialect's schema validator (tests); ``compile=False`` skips the plan.
+    """
+    result = check_workflow(path_or_text, source_name=source_name, base_dir=base_dir, validator=validator)
+    if result.errors or result.document is None:
+        raise DefinitionError(result.diagnostics)
+    plan = None
+    if compile:
+        plan, plan_problems = build_plan(result.document, result.base_dir, result.source_name)
+        if plan_problems:
+            raise DefinitionError(result.diagnostics + plan_problems)
+    return LoadedWorkflow(result.document, result.diagnostics, result.source_name, result.base_dir, plan)
+
+
+def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
+                   base_dir: str | os.PathLike[str] | None = None, validator: Any = None) -> CheckResult:
+    """Run every check without raising; the result lists errors and warnings, sorted by position."""
+    parsed, name, folder = _read(path_or_text, source_name, base_dir)
+    collected: list[Diagnostic] = list(parsed.diagnostics)
+    document_map = DocumentMap(parsed.source_map)
+    value = parsed.value
+    if value is not None and not isinstance(value, dict):
+        collected.append(Diagnostic(name, *parsed.source_map.locate(""), "", f"the document root is "
+                                    f"{json_type(value)}, expected a mapping with id, specVersion and states",
+                                    "error", "XF008"))
+        value = None
+    if value is None or not parsed.ok:
+        return CheckResult(None, _finish(collected), name, folder)
+
+    schema_pointers: set[str] = set()
+
+    def report(pointer: str, message: str, code: str, *, severity: str | None = None,
+               prefer_key: bool = False) -> None:
+        if not code.startswith("XF05"):
+            if pointer in schema_pointers:
+                return  # one problem, one diagnostic: the schema already explained this value
+        else:
+            schema_pointers.add(pointer)
+        file, inner, (line, column) = document_map.resolve(pointer, prefer_key=prefer_key)
+        level = severity or (CODES[code].severity if code in CODES else "error")
+        collected.append(Diagnostic(file, line, column, inner, message, level, code))  # type: ignore[arg-type]
+
+    display_dir = "" if name.startswith("<") else os.path.dirname(name)
+    context = ReferenceContext(folder, display_dir, document_map, collected.append, {})
+    resolve_references(value, context)
+    for pointer, message, code, prefer_key in explain(_schema_validator(validator).iter_errors(value)):
+        report(pointer, message, code, prefer_key=prefer_key)
+    resolve_data_input_schema(value, context)
+    run_lint(value, report)
+    return CheckResult(value, _finish(collected), name, folder)
+
+
+def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool = True) -> list[Diagnostic]:
+    """Check each file and return every diagnostic (errors and warnings), for ``xflow validate``."""
+    found: list[Diagnostic] = []
+    for path in paths:
+        result = check_workflow(Path(path), source_name=str(path))
+        found.extend(result.diagnostics)
+        if compile and result.document is not None and not result.errors:
+            found.extend(build_plan(result.document, result.base_dir, result.source_name)[1])
+    return found
+
+
+def build_plan(document: dict[str, Any], base_dir: Path, source_name: str) -> tuple[Any, list[Diagnostic]]:
+    """Compile the plan (``xflow_runtime.plan.compile_plan``); its complaints become diagnostics."""
+    try:
+        from xflow_runtime.plan import compile_plan
+    except ImportError:  # the plan package is optional while the runtime is being assembled
+        return None, []
+    try:
+        return compile_plan(document, base_dir=str(base_dir), source_name=source_name), []
+    except DefinitionError as exc:
+        return None, [_plan_diagnostic(item, source_name) for item in exc.diagnostics]
+
+
+def _plan_diagnostic(item: Any, source_name: str) -> Diagnostic:
+    if isinstance(item, Diagnostic):
+        return item
+    text = str(item)
+    match = re.match(r"^(/\S*): (.*)$", text, re.DOTALL)
+    pointer, message = (match.group(1), match.group(2)) if match else ("", text)
+    return Diagnostic(source_name, 0, 0, pointer, message, "error", "XF060")
+
+
+def _schema_validator(validator: Any) -> Any:
+    if validator is not None:
+        return validator
+    from xflow_runtime.definition.schema_registry import workflow_validator
+
+    return workflow_validator()
+
+
+def _read(path_or_text: str | os.PathLike[str], source_name: str | None,
+          base_dir: str | os.PathLike[str] | None) -> tuple[ParsedSource, str, Path]:
+    if isinstance(path_or_text, os.PathLike) or _names_a_file(path_or_text):
+        path = Path(path_or_text)
+        name = source_name or str(path_or_text)
+        folder = Path(base_dir) if base_dir is not None else path.resolve().parent
+        return read_path(path, name), name, folder
+    name = source_name or "<string>"
+    folder = Path(base_dir) if base_dir is not None else Path.cwd()
+    return parse_source(path_or_text, name, json_expected=name.lower().endswith(".json")), name, folder
+
+
+def _names_a_file(text: str) -> bool:
+    if "\n" in text or not text.strip() or len(text) > 4096:
+        return False
+    return text.lower().endswith(_FILE_SUFFIXES) or os.path.isfile(text)
+
+
+def _finish(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    unique = {(d.file, d.line, d.column, d.pointer, d.message, d.code): d for d in diagnostics}
+    return sorted(unique.values(), key=sort_key)
