@@ -1,0 +1,161 @@
+"""SQL for chat memory (synchronous; ``ChatMemory`` runs it in worker threads).
+
+Every statement is filtered by the chat's scope columns, never by an id alone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from xflow_runtime.memory.chat.scope import ChatKey
+from xflow_runtime.storage.models import Chat, ChatMessage, utcnow
+
+_chats = Chat.__table__
+_messages = ChatMessage.__table__
+_MAX_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class ChatInfo:
+    id: str
+    tenant: str
+    agent: str
+    user: str | None
+    memory_id: str
+    title: str | None
+    metadata: dict[str, Any]
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _scope_filter(key: ChatKey) -> list[Any]:
+    return [_chats.c.tenant_id == key.tenant, _chats.c.agent_id == key.agent,
+            _chats.c.user_id == key.user, _chats.c.memory_id == key.memory_id]
+
+
+def find_chat_id(connection: Connection, key: ChatKey) -> str | None:
+    return connection.execute(select(_chats.c.id).where(*_scope_filter(key))).scalar()
+
+
+def lock_or_create_chat(connection: Connection, key: ChatKey, title: str | None) -> tuple[str, int]:
+    """Return ``(chat id, last sequence)`` with the chat row locked for this transaction."""
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    now = utcnow()
+    connection.execute(insert(_chats).values(
+        id=uuid.uuid4().hex, tenant_id=key.tenant, agent_id=key.agent, user_id=key.user,
+        memory_id=key.memory_id, title=title, metadata={}, last_sequence=0, created_at=now,
+        updated_at=now,
+    ).on_conflict_do_nothing())
+    row = connection.execute(select(_chats.c.id, _chats.c.last_sequence)
+                             .where(*_scope_filter(key)).with_for_update()).one()
+    return row.id, row.last_sequence
+
+
+def insert_messages(connection: Connection, key: ChatKey, chat_id: str, last_sequence: int,
+                    rows: Sequence[dict[str, Any]]) -> int:
+    """Insert ``rows`` (role, parts, token_counts) after ``last_sequence``; return the new last."""
+    turn_id = uuid.uuid4().hex
+    now = utcnow()
+    connection.execute(_messages.insert(), [
+        {"chat_id": chat_id, "sequence": last_sequence + i + 1, "turn_id": turn_id,
+         "tenant_id": key.tenant, "agent_id": key.agent, "user_id": key.user,
+         "session_id": key.session, "position_in_turn": i, "created_at": now, **row}
+        for i, row in enumerate(rows)])
+    new_last = last_sequence + len(rows)
+    connection.execute(update(_chats).where(_chats.c.id == chat_id, *_scope_filter(key))
+                       .values(last_sequence=new_last, updated_at=now))
+    return new_last
+
+
+def newest_first(connection: Connection, key: ChatKey, chat_id: str,
+                 first_batch: int) -> Iterator[Row[Any]]:
+    """Messages newest first, read lazily in growing batches over the (chat_id, sequence) key."""
+    columns = (_messages.c.sequence, _messages.c.role, _messages.c.parts, _messages.c.token_counts)
+    batch = max(1, min(first_batch, _MAX_BATCH))
+    before: int | None = None
+    while True:
+        query = (select(*columns)
+                 .where(_messages.c.chat_id == chat_id, _messages.c.tenant_id == key.tenant,
+                        _messages.c.agent_id == key.agent, _messages.c.user_id == key.user)
+                 .order_by(_messages.c.sequence.desc()).limit(batch))
+        if before is not None:
+            query = query.where(_messages.c.sequence < before)
+        rows = connection.execute(query).all()
+        yield from rows
+        if len(rows) < batch:
+            return
+        before = rows[-1].sequence
+        batch = min(batch * 2, _MAX_BATCH)
+
+
+def store_token_counts(connection: Connection, chat_id: str, counts: dict[int, dict[str, int]]) -> None:
+    for sequence, token_counts in counts.items():
+        connection.execute(update(_messages).where(_messages.c.chat_id == chat_id,
+                                                   _messages.c.sequence == sequence)
+                           .values(token_counts=token_counts))
+
+
+def _info(row: Row[Any]) -> ChatInfo:
+    return ChatInfo(id=row.id, tenant=row.tenant_id, agent=row.agent_id, user=row.user_id or None,
+                    memory_id=row.memory_id, title=row.title, metadata=row.metadata or {},
+                    message_count=row.last_sequence, created_at=row.created_at,
+                    updated_at=row.updated_at)
+
+
+def list_chats(connection: Connection, tenant: str, user: str | None, agent: str | None,
+               limit: int | None) -> list[ChatInfo]:
+    query = select(_chats).where(_chats.c.tenant_id == tenant)
+    if user is not None:
+        query = query.where(_chats.c.user_id == user)
+    if agent is not None:
+        query = query.where(_chats.c.agent_id == agent)
+    query = query.order_by(_chats.c.updated_at.desc(), _chats.c.id).limit(limit)
+    return [_info(row) for row in connection.execute(query)]
+
+
+def get_chat(connection: Connection, tenant: str, chat_id: str) -> ChatInfo | None:
+    row = connection.execute(select(_chats).where(_chats.c.tenant_id == tenant,
+                                                  _chats.c.id == chat_id)).first()
+    return None if row is None else _info(row)
+
+
+def chat_messages(connection: Connection, chat: ChatInfo) -> list[Row[Any]]:
+    return list(connection.execute(
+        select(_messages.c.sequence, _messages.c.role, _messages.c.parts, _messages.c.session_id,
+               _messages.c.created_at)
+        .where(_messages.c.chat_id == chat.id, _messages.c.tenant_id == chat.tenant)
+        .order_by(_messages.c.sequence)))
+
+
+def delete_chats(connection: Connection, tenant: str, chat_ids: Sequence[str]) -> int:
+    """Delete chats and their messages (explicitly, not only through the FK cascade, so a
+    database opened without foreign keys enforced is cleaned too). Returns messages deleted."""
+    if not chat_ids:
+        return 0
+    deleted = connection.execute(delete(_messages).where(_messages.c.tenant_id == tenant,
+                                                         _messages.c.chat_id.in_(chat_ids)))
+    connection.execute(delete(_chats).where(_chats.c.tenant_id == tenant, _chats.c.id.in_(chat_ids)))
+    return deleted.rowcount or 0
+
+
+def chat_ids_for_memory(connection: Connection, tenant: str, memory_id: str, agent: str | None,
+                        user: str | None) -> list[str]:
+    query = select(_chats.c.id).where(_chats.c.tenant_id == tenant, _chats.c.memory_id == memory_id)
+    if agent is not None:
+        query = query.where(_chats.c.agent_id == agent)
+    if user is not None:
+        query = query.where(_chats.c.user_id == user)
+    return list(connection.execute(query).scalars())
+
+
+def count_messages(connection: Connection, tenant: str) -> int:
+    return connection.execute(select(func.count()).select_from(_messages)
+                              .where(_messages.c.tenant_id == tenant)).scalar_one()

@@ -1,0 +1,110 @@
+"""Engines for our database: SQLite (default, a file under ``./.xflow/``) or PostgreSQL.
+
+SQLite runs in WAL mode with a busy timeout, foreign keys on (so deletes cascade) and Python's
+implicit transactions disabled, so that :func:`write_transaction` can open ``BEGIN IMMEDIATE``:
+the write lock is taken at the start of the transaction and concurrent writers queue instead
+of failing on a lock upgrade. PostgreSQL needs nothing special here; writers serialise on a row
+lock (``SELECT … FOR UPDATE``) taken by the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from xflow_runtime.errors import XFlowError
+
+DEFAULT_SQLITE_PATH = Path(".xflow") / "xflow.db"
+SQLITE_BUSY_TIMEOUT_S = 60.0
+_IMMEDIATE = "xflow_immediate"
+
+
+class DatabaseError(XFlowError):
+    """The database URL is invalid or the database cannot be opened or migrated."""
+
+
+def default_database_url() -> str:
+    return os.environ.get("XFLOW_DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}"
+
+
+def _normalise_url(url: str) -> Any:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseError(f"invalid database URL {url!r}: {exc}") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3, not psycopg2
+    return parsed
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        if engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        mode = "IMMEDIATE" if connection.get_execution_options().get(_IMMEDIATE) else "DEFERRED"
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_database_engine(url: str) -> Engine:
+    """An engine for ``url`` (not migrated; see :func:`open_database`)."""
+    parsed = _normalise_url(url)
+    kwargs: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
+    elif parsed.get_backend_name() == "postgresql":
+        kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise DatabaseError(f"cannot open database {parsed.render_as_string()}: {exc}") from None
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def open_database(url: str | None = None) -> Engine:
+    """An engine for ``url`` (default :func:`default_database_url`) with the schema migrated to
+    the latest revision."""
+    from xflow_runtime.storage.migrate import upgrade_to_head
+
+    engine = create_database_engine(url or default_database_url())
+    try:
+        upgrade_to_head(engine)
+    except XFlowError:
+        engine.dispose()
+        raise
+    except Exception as exc:  # connection refused, permission denied, corrupt file…
+        engine.dispose()
+        raise DatabaseError(f"cannot open database {engine.url.render_as_string()}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    return engine
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that serialises with other writers from its first statement
+    (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL the caller locks the rows it updates)."""
+    with engine.connect() as connection:
+        connection = connection.execution_options(**{_IMMEDIATE: True})
+        with connection.begin():
+            yield connection
