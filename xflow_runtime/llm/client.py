@@ -1,0 +1,170 @@
+"""One chat-completion call through litellm, routed over an :data:`LLMNode` tree.
+
+litellm is imported on the first call (after :func:`xflow_runtime._env.apply_offline_defaults`).
+The result is a plain JSON-able dict (:class:`ChatResult`), because the durable engine records it.
+
+Settings worth knowing (``specs/llm.md``):
+- the provider SDK's own retries are off (``max_retries=0``): retrying is the workflow's job
+  (``retries`` / ``onErrors``) and fallbacks are the ``llmConfig`` strategy's;
+- :class:`LLMSettings.api_base` sends every call to one OpenAI-compatible server (the scripted
+  model server behind ``xflow run --llm-script``, or a gateway); the model keeps its name;
+- structured output uses ``response_format: json_schema`` when litellm says the model supports
+  it, else JSON mode plus the schema in the system message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence, TypedDict
+
+from xflow_runtime.errors import WorkflowError
+from xflow_runtime.llm.config import LLMNode, LLMTarget
+from xflow_runtime.llm.errors import provider_error
+from xflow_runtime.llm.routing import call_tree
+
+JSON_MODE_INSTRUCTION = "Respond only with a JSON object that conforms to this JSON Schema:\n"
+
+
+class Usage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float | None
+
+
+class ChatResult(TypedDict):
+    message: dict[str, Any]  # {"role": "assistant", "content": str | None, "tool_calls"?: [...]}
+    finish_reason: str | None
+    model: str
+    usage: Usage
+    attempts: list[dict[str, Any]]  # failed targets before the one that answered
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] | None = None
+    tool_choice: str | None = None  # "auto" / "none"
+    output_schema: Mapping[str, Any] | None = None
+    output_name: str = "agent_output"
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Process-wide LLM settings of a runtime. ``api_base``/``api_key`` redirect every call to
+    one OpenAI-compatible endpoint (the model name is kept, the provider becomes ``openai``)."""
+
+    api_base: str | None = None
+    api_key: str | None = None
+    extra_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _litellm() -> Any:
+    from xflow_runtime._env import apply_offline_defaults
+
+    apply_offline_defaults()
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LLMClient:
+    """Calls the model(s) of an :data:`LLMNode`. ``rng`` drives load balancing (seed it in tests)."""
+
+    def __init__(self, settings: LLMSettings | None = None, *, rng: random.Random | None = None):
+        self.settings = settings or LLMSettings()
+        self.rng = rng or random.Random()
+
+    async def complete(self, node: LLMNode, request: ChatRequest, api_keys: Mapping[LLMTarget, str | None]) -> ChatResult:
+        """Answer ``request`` from ``node``. ``api_keys`` holds each target's evaluated ``apiKey``
+        (the caller evaluates the templates, because only it knows the data and ``$SECRETS``)."""
+        attempts: list[dict[str, Any]] = []
+        started = time.perf_counter()
+
+        async def call_target(target: LLMTarget) -> ChatResult:
+            try:
+                return await self._call(target, request, api_keys.get(target))
+            except WorkflowError as error:
+                attempts.append({"model": target.model, "code": error.code, "status": error.status})
+                raise
+
+        result = await call_tree(node, call_target, self.rng)
+        result["attempts"] = attempts
+        result["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+    async def _call(self, target: LLMTarget, request: ChatRequest, api_key: str | None) -> ChatResult:
+        litellm = _litellm()
+        model = target.model
+        kwargs: dict[str, Any] = {**target.params, **self.settings.extra_params}
+        base = target.base_url
+        if self.settings.api_base:
+            model = "openai/" + model.split("/", 1)[-1]
+            base = self.settings.api_base
+            api_key = self.settings.api_key or api_key or "scripted"
+        if base:
+            kwargs["api_base"] = base
+        if api_key:
+            kwargs["api_key"] = api_key
+        messages = [dict(message) for message in request.messages]
+        if request.tools:
+            kwargs["tools"] = list(request.tools)
+            if request.tool_choice:
+                kwargs["tool_choice"] = request.tool_choice
+        if request.output_schema is not None:
+            kwargs["response_format"] = _response_format(litellm, model, request, messages)
+        try:
+            response = await litellm.acompletion(model=model, messages=messages, max_retries=0,
+                                                 _skip_mcp_handler=True, **kwargs)
+        except Exception as error:  # every provider failure becomes a WorkflowError
+            raise provider_error(error, target.model) from None
+        return _result(litellm, response, target.model)
+
+
+def _response_format(litellm: Any, model: str, request: ChatRequest, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    schema = dict(request.output_schema or {})
+    try:
+        native = bool(litellm.supports_response_schema(model=model))
+    except Exception:  # unknown model: litellm cannot tell
+        native = False
+    if native:
+        return {"type": "json_schema", "json_schema": {"name": request.output_name, "schema": schema, "strict": False}}
+    instruction = JSON_MODE_INSTRUCTION + json.dumps(schema, separators=(",", ":"))
+    if messages and messages[0].get("role") == "system":
+        messages[0]["content"] = f"{messages[0].get('content') or ''}\n\n{instruction}".lstrip()
+    else:
+        messages.insert(0, {"role": "system", "content": instruction})
+    return {"type": "json_object"}
+
+
+def _result(litellm: Any, response: Any, model: str) -> ChatResult:
+    choice = response.choices[0]
+    raw = choice.message
+    message: dict[str, Any] = {"role": "assistant", "content": raw.content}
+    if raw.tool_calls:
+        message["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": call.function.arguments or "{}"}}
+            for call in raw.tool_calls
+        ]
+    usage_raw = getattr(response, "usage", None)
+    usage: Usage = {
+        "prompt_tokens": int(getattr(usage_raw, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage_raw, "completion_tokens", 0) or 0),
+        "total_tokens": int(getattr(usage_raw, "total_tokens", 0) or 0),
+        "cost": _cost(litellm, response, model),
+    }
+    return {"message": message, "finish_reason": choice.finish_reason, "model": model, "usage": usage,
+            "attempts": [], "latency_ms": 0.0}
+
+
+def _cost(litellm: Any, response: Any, model: str) -> float | None:
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model))
+    except Exception:  # a model missing from litellm's price list has no known cost
+        return None
