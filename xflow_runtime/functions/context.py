@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -48,23 +49,47 @@ class SecretRedactor:
     """
 
     def __init__(self, secrets: Mapping[str, Any]):
-        self._values: set[str] = set()
+        self._values: tuple[str, ...] = ()  # longest first, so a secret containing another goes whole
         self.add_all(_strings(secrets))
 
     def add(self, value: str) -> None:
-        if isinstance(value, str) and len(value) >= _MIN_REDACTED_LENGTH:
-            self._values.add(value)
+        if isinstance(value, str) and len(value) >= _MIN_REDACTED_LENGTH and value not in self._values:
+            self._values = tuple(sorted((*self._values, value), key=len, reverse=True))
 
     def add_all(self, values: Iterable[str]) -> None:
         for value in values:
             self.add(value)
 
     def redact(self, text: str) -> str:
-        # Longest first, so a secret containing another is replaced whole.
-        for value in sorted(self._values, key=len, reverse=True):
+        for value in self._values:
             if value in text:
                 text = text.replace(value, REDACTED)
         return text
+
+
+#: Redactors of every live context; the httpx log filter applies them all.
+_LIVE_REDACTORS: "weakref.WeakSet[SecretRedactor]" = weakref.WeakSet()
+
+
+class _HttpxRedactionFilter(logging.Filter):
+    """httpx logs each request URL (query string included) at INFO; secrets may sit there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactors = list(_LIVE_REDACTORS)
+        if redactors:
+            original = record.getMessage()
+            text = original
+            for redactor in redactors:
+                text = redactor.redact(text)
+            if text != original:
+                record.msg, record.args = text, None
+        return True
+
+
+def _install_httpx_filter() -> None:
+    logger = logging.getLogger("httpx")
+    if not any(isinstance(existing, _HttpxRedactionFilter) for existing in logger.filters):
+        logger.addFilter(_HttpxRedactionFilter())
 
 
 class RedactingLogger:
@@ -106,6 +131,7 @@ class FunctionContext:
         self.registry = registry if registry is not None else FunctionRegistry()
         self.http = http or HttpSettings()
         self.redactor = SecretRedactor(self.secrets)
+        _LIVE_REDACTORS.add(self.redactor)
         self.log = RedactingLogger(logger or logging.getLogger("xflow_runtime.functions"), self.redactor)
         # Per-context caches: credentials differ between contexts, so what they fetched stays here.
         self.documents: dict[str, Any] = {}
@@ -123,6 +149,7 @@ class FunctionContext:
         if self._client is None or self._client.is_closed:
             import httpx
 
+            _install_httpx_filter()
             timeout = httpx.Timeout(self.http.timeout, connect=self.http.connect_timeout)
             if self.http.client_factory is not None:
                 self._client = self.http.client_factory(timeout)
