@@ -1,0 +1,279 @@
+"""The durable engine on a real DBOS system database (SQLite file; PostgreSQL where marked).
+
+The bodies here are small hand-written coroutines over the engine port, so these tests pin the
+engine's contract independently of the interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+import pytest
+
+from xflow_runtime.engine.durable import DurableEngine, DurablePort, resolve_database_url
+from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.errors import WorkflowError
+
+Body = Callable[[dict[str, Any], DurablePort], Any]
+
+
+class Counter:
+    """Counts how many times each effect really ran (replayed steps must not run)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+
+    def effect(self, name: str, value: Any) -> Callable[[], Any]:
+        async def run() -> Any:
+            self.runs[name] = self.runs.get(name, 0) + 1
+            return value
+
+        return run
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'system.sqlite'}"
+
+
+@pytest.fixture
+async def launch() -> AsyncIterator[Callable[..., DurableEngine]]:
+    engines: list[DurableEngine] = []
+
+    def start(url: str, body: Body, executor_id: str = "local") -> DurableEngine:
+        for engine in engines:
+            engine.shutdown()
+        engine = DurableEngine(url, executor_id=executor_id)
+        engine.launch(body)
+        engines.append(engine)
+        return engine
+
+    yield start
+    for engine in engines:
+        engine.shutdown()
+
+
+def test_the_port_is_the_engine_port() -> None:
+    assert isinstance(DurablePort("x"), EnginePort)
+
+
+async def test_steps_are_recorded_in_order_with_their_results(launch, database_url) -> None:
+    counter = Counter()
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return [await port.run_step(f"step-{i}", counter.effect(f"step-{i}", i * i))
+                for i in range(request["n"])]
+
+    engine = launch(database_url, body)
+    await engine.start("steps", {"n": 4})
+    assert await engine.result("steps") == [0, 1, 4, 9]
+    steps = await engine.steps("steps")
+    assert [s["function_name"] for s in steps] == ["step-0", "step-1", "step-2", "step-3"]
+    assert [s["output"] for s in steps] == [0, 1, 4, 9]
+
+
+async def test_starting_twice_with_one_id_runs_one_instance(launch, database_url) -> None:
+    counter = Counter()
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.run_step("only", counter.effect("only", request["v"]))
+
+    engine = launch(database_url, body)
+    await engine.start("same", {"v": 1})
+    await engine.start("same", {"v": 1})
+    assert await engine.result("same") == 1
+    assert counter.runs == {"only": 1}
+    assert len(await engine.list()) == 1
+
+
+async def test_a_recovered_instance_does_not_rerun_completed_steps(launch, database_url) -> None:
+    counter = Counter()
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        first = await port.run_step("before", counter.effect("before", "a"))
+        await port.append_history({"kind": "before"})
+        event = await port.wait_event("go", None)
+        second = await port.run_step("after", counter.effect("after", "b"))
+        await port.append_history({"kind": "after"})
+        return [first, event, second]
+
+    engine = launch(database_url, body)
+    await engine.start("crashy", {})
+    await _until(lambda: counter.runs.get("before") == 1)
+    await asyncio.sleep(0.1)  # let the step's checkpoint commit
+    # The process "dies" while the instance waits: DBOS is torn down, the instance stays PENDING.
+    engine.shutdown()
+    engine = launch(database_url, body)  # same executor id: DBOS recovers it at launch
+    await engine.send("crashy", "go", "event")
+    assert await engine.result("crashy") == ["a", "event", "b"]
+    assert counter.runs == {"before": 1, "after": 1}
+    assert [r["kind"] for r in await engine.history("crashy")] == ["before", "after"]
+
+
+async def test_recv_times_out_with_none_and_keeps_events_sent_before_the_wait(launch, database_url) -> None:
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        await port.sleep(0.3)  # the events below are sent while the instance sleeps
+        first = await port.wait_event("order", 5)
+        second = await port.wait_event("order", 5)
+        nothing = await port.wait_event("order", 0.2)
+        null_payload = await port.wait_event("nulls", 5)
+        return [first, second, nothing, null_payload]
+
+    engine = launch(database_url, body)
+    await engine.start("events", {})
+    await engine.send("events", "order", {"n": 1})
+    await engine.send("events", "order", {"n": 2})
+    await engine.send("events", "nulls", None)
+    assert await engine.result("events") == [{"n": 1}, {"n": 2}, None, None]
+    names = [s["function_name"] for s in await engine.steps("events")]
+    assert names.count("DBOS.recv") == 4
+
+
+async def test_a_duplicate_event_id_is_delivered_once(launch, database_url) -> None:
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return [await port.wait_event("t", 1.0), await port.wait_event("t", 0.3)]
+
+    engine = launch(database_url, body)
+    await engine.start("dedup", {})
+    await engine.send("dedup", "t", "once", idempotency_key="event-1")
+    await engine.send("dedup", "t", "once", idempotency_key="event-1")
+    assert await engine.result("dedup") == ["once", None]
+
+
+async def test_a_durable_sleep_keeps_its_wake_up_time_across_a_restart(launch, database_url) -> None:
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        await port.sleep(1.0)
+        return "woke"
+
+    engine = launch(database_url, body)
+    started = time.time()
+    await engine.start("sleeper", {})
+    await _until(lambda: _has_step(database_url, "sleeper"))
+    engine.shutdown()
+    engine = launch(database_url, body)
+    assert await engine.result("sleeper") == "woke"
+    assert time.time() - started >= 1.0
+    sleeps = [s for s in await engine.steps("sleeper") if s["function_name"] == "DBOS.sleep"]
+    assert len(sleeps) == 1  # recovery reused the recorded wake-up time instead of sleeping anew
+
+
+async def test_now_and_new_id_are_recorded(launch, database_url) -> None:
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        stamp, ident = await port.now(), await port.new_id()
+        await port.wait_event("go", None)
+        return [stamp, ident]
+
+    engine = launch(database_url, body)
+    await engine.start("clock", {})
+    await _until(lambda: _has_step(database_url, "clock", count=2))
+    before = [s["output"] for s in await engine.steps("clock")][:2]
+    engine.shutdown()
+    engine = launch(database_url, body)
+    await engine.send("clock", "go", 1)
+    assert await engine.result("clock") == before
+
+
+async def test_a_failed_step_is_recorded_and_raised_again_on_replay(launch, database_url) -> None:
+    runs: list[str] = []
+
+    class Unpicklable(Exception):
+        def __init__(self, message: str, handle: Any) -> None:
+            super().__init__(message)
+            self.handle = handle
+
+        def __reduce__(self):  # like exceptions holding sockets or locks
+            raise TypeError("cannot pickle")
+
+    async def failing() -> Any:
+        runs.append("fail")
+        raise Unpicklable("backend exploded", object())
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        try:
+            await port.run_step("boom", failing)
+        except WorkflowError as error:
+            caught = {"code": error.code, "message": str(error)}
+        await port.wait_event("go", None)
+        return caught
+
+    engine = launch(database_url, body)
+    await engine.start("failing", {})
+    await _until(lambda: runs == ["fail"])
+    await asyncio.sleep(0.1)
+    engine.shutdown()
+    engine = launch(database_url, body)
+    await engine.send("failing", "go", 1)
+    assert await engine.result("failing") == {"code": "Unpicklable", "message": "backend exploded"}
+    assert runs == ["fail"]
+
+
+def test_the_default_store_is_sqlite_under_dot_xflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XFLOW_DATABASE_URL", raising=False)
+    assert resolve_database_url(None) == f"sqlite:///{tmp_path / '.xflow' / 'xflow.sqlite'}"
+    assert (tmp_path / ".xflow").is_dir()
+    monkeypatch.setenv("XFLOW_DATABASE_URL", "postgres://u:p@h/db")
+    assert resolve_database_url(None) == "postgresql://u:p@h/db"
+
+
+async def test_an_instance_runs_on_the_default_sqlite_store(launch, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XFLOW_DATABASE_URL", raising=False)
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.run_step("one", Counter().effect("one", 1))
+
+    engine = launch(None, body)
+    await engine.start("default-store", {})
+    assert await engine.result("default-store") == 1
+    assert (tmp_path / ".xflow" / "xflow.sqlite").stat().st_size > 0
+
+
+@pytest.mark.postgres
+async def test_the_same_engine_runs_on_postgresql(launch, postgres_database_url: str) -> None:
+    counter = Counter()
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        value = await port.run_step("pg", counter.effect("pg", 7))
+        event = await port.wait_event("go", None)
+        await port.append_history({"kind": "done"})
+        return [value, event]
+
+    engine = launch(postgres_database_url, body)
+    await engine.start("on-pg", {})
+    await _until(lambda: counter.runs.get("pg") == 1)
+    await asyncio.sleep(0.1)
+    engine.shutdown()
+    engine = launch(postgres_database_url, body)
+    await engine.send("on-pg", "go", "x")
+    assert await engine.result("on-pg") == [7, "x"]
+    assert counter.runs == {"pg": 1}
+    assert await engine.history("on-pg") == [{"kind": "done"}]
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+def _has_step(database_url: str, instance_id: str, count: int = 1) -> bool:
+    """Whether ``count`` operations of the instance are checkpointed (read with sqlite3 directly,
+    so the check does not go through the engine under test)."""
+    import sqlite3
+
+    path = database_url[len("sqlite:///"):]
+    with sqlite3.connect(path) as connection:
+        try:
+            (found,) = connection.execute(
+                "SELECT count(*) FROM operation_outputs WHERE workflow_uuid = ?", (instance_id,)).fetchone()
+        except sqlite3.OperationalError:
+            return False
+    return found >= count
