@@ -83,7 +83,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
                                     f"{json_type(value)}, expected a mapping with id, specVersion and states",
                                     "error", "XF008"))
         value = None
-    if value is None or not parsed.ok:
+    if value is None:  # duplicate keys and non-JSON values still give a value: keep checking it
         return CheckResult(None, _finish(collected), name, folder)
 
     schema_pointers: set[str] = set()

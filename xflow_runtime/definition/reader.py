@@ -96,7 +96,7 @@ def _parse_json(text: str, name: str, *, strict: bool) -> ParsedSource:
     # Tabs outside strings are legal JSON whitespace but YAML refuses them; inside a valid JSON
     # string a tab is always escaped, so replacing every raw tab keeps columns and meaning.
     positions = _parse_yaml(text.replace("\t", " "), name)
-    source_map = positions.source_map if positions.ok else SourceMap(name)
+    source_map = positions.source_map if positions.value is not None else SourceMap(name)
     duplicates = [d for d in positions.diagnostics if d.code == "XF003"]
     return ParsedSource(value, source_map, duplicates)
 

@@ -102,7 +102,8 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
         code = "XF055" if _STATE_TYPE.match(pointer) else "XF054"
         yield pointer, f"{_show(instance)} is not one of {_join(allowed)}{_suggest(instance, allowed)}", code, False
     elif kind == "minItems":
-        yield pointer, f"found {len(instance)} item(s), expected at least {value}", "XF050", False
+        found = "an empty array" if not instance else f"{len(instance)} item(s)"
+        yield pointer, f"found {found}, expected at least {value} item(s)", "XF050", False
     elif kind == "minLength" and value == 1:
         yield pointer, "found an empty string, expected a non-empty one", "XF050", False
     elif kind == "oneOf":
