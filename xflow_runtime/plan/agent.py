@@ -1,0 +1,231 @@
+"""Compiled ``aiagent`` states (and the not-yet-supported xFlow agent/user-task types).
+
+Registered with :mod:`xflow_runtime.plan.registry` on import. Cheap to import: Jinja2,
+jsonschema and litellm load only when a state that needs them is compiled or run. Every
+decision the xFlow documentation leaves open is in ``specs/agent.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from xflow_runtime.errors import DefinitionError
+from xflow_runtime.expressions import JqExpression
+from xflow_runtime.plan.actions import _flag, compile_exit  # noqa: PLC2701 - shared compile helpers
+from xflow_runtime.plan.context import CompileContext, require
+from xflow_runtime.plan.definitions import invalid
+from xflow_runtime.plan.model import Exit, FunctionRef, SubFlowRef
+from xflow_runtime.plan.registry import register_state_compiler
+from xflow_runtime.plan.states import State
+
+DEFAULT_SYSTEM_MESSAGE = "You are a helpful AI Assistant."
+DEFAULT_MAX_TOOL_EXECUTIONS = 10
+#: Variables bound in outcome conditions and data filters.
+OUTCOME_VARIABLES = ("agentOutcome",)
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what OpenAI-compatible APIs accept
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A tool the model may call, bound to a workflow function or a subflow (``execution``)."""
+
+    name: str
+    description: str
+    parameters: Any  # CompiledSchema
+    output: Any | None  # CompiledSchema
+    execution: FunctionRef | SubFlowRef
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def openai_tool(self) -> dict[str, Any]:
+        description = self.description
+        if self.output is not None:
+            import json
+
+            description = f"{description}\nReturns JSON matching: {json.dumps(self.output.schema, separators=(',', ':'))}"
+        return {"type": "function", "function": {"name": self.name, "description": description.strip(),
+                                                 "parameters": dict(self.parameters.schema)}}
+
+
+@dataclass(frozen=True)
+class OutcomeFilter:
+    """An outcome's ``dataFilter`` (event-data-filter semantics over ``$agentOutcome``)."""
+
+    use_data: bool = True
+    data: JqExpression | None = None
+    to_state_data: JqExpression | None = None  # path mode
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    condition: JqExpression | None
+    finish: bool
+    filter: OutcomeFilter
+    exit: Exit | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AIAgentState(State):
+    agent_name: str
+    ai_model: str
+    llm: Any  # xflow_runtime.llm.config.LLMNode
+    system_message: Any  # xflow_runtime.agent.prompts.Prompt
+    user_message: Any
+    output: Any | None  # CompiledSchema
+    tools: tuple[AgentTool, ...] = ()
+    max_tool_executions: int = DEFAULT_MAX_TOOL_EXECUTIONS
+    memory: Any = None  # xflow_runtime.memory.chat.MemorySettings
+    outcomes: tuple[AgentOutcome, ...] = ()
+    data_filter: JqExpression | None = None
+
+    def tool(self, name: str) -> AgentTool | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnsupportedState(State):
+    """A state type the schema accepts but this runtime cannot run yet; running it fails clearly."""
+
+    reason: str
+
+
+def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
+    from xflow_runtime.agent.prompts import compile_prompt
+    from xflow_runtime.agent.schemas import compile_schema
+    from xflow_runtime.llm.config import compile_llm_config
+    from xflow_runtime.llm.presets import DEFAULT_AI_MODEL, node_for_ai_model
+
+    where = ctx.where
+    agent_name = require(raw, "agentName", where)
+    if not isinstance(agent_name, str) or not agent_name.strip():
+        raise invalid(f"{where}/agentName", "expected a non-empty string")
+    ai_model = raw.get("aiModel") or DEFAULT_AI_MODEL
+    if not isinstance(ai_model, str):
+        raise invalid(f"{where}/aiModel", "expected a model name")
+    llm_raw = raw.get("llmConfig")
+    llm = node_for_ai_model(ai_model) if llm_raw is None else compile_llm_config(
+        llm_raw, default_model=ai_model, where=f"{where}/llmConfig")
+    output_raw = raw.get("output")
+    max_tools = raw.get("maxToolExecutions", DEFAULT_MAX_TOOL_EXECUTIONS)
+    if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 0:
+        raise invalid(f"{where}/maxToolExecutions", f"expected a whole number ≥ 0, found {max_tools!r}")
+    outcomes = tuple(_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
+                     for i, item in enumerate(raw.get("agentOutcomes") or ()))
+    if common.get("exit") is None and any(outcome.finish and outcome.exit is None for outcome in outcomes):
+        raise invalid(where, "an outcome with finish: true and no transition needs the state's own "
+                             "'transition' or 'end'")
+    return AIAgentState(
+        **common,
+        agent_name=agent_name,
+        ai_model=ai_model,
+        llm=llm,
+        system_message=compile_prompt(raw.get("systemMessage") or DEFAULT_SYSTEM_MESSAGE, f"{where}/systemMessage"),
+        user_message=compile_prompt(require(raw, "userMessage", where), f"{where}/userMessage"),
+        output=None if output_raw is None else compile_schema(output_raw, f"{where}/output", ctx.base_dir),
+        tools=_tools(raw.get("tools"), ctx, f"{where}/tools"),
+        max_tool_executions=max_tools,
+        memory=_memory(raw.get("memory"), f"{where}/memory"),
+        outcomes=outcomes,
+        data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
+    )
+
+
+def _tools(raw: Any, ctx: CompileContext, where: str) -> tuple[AgentTool, ...]:
+    from xflow_runtime.agent.schemas import compile_schema
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise invalid(where, "expected a list of tools")
+    tools: list[AgentTool] = []
+    for i, item in enumerate(raw):
+        at = f"{where}/{i}"
+        if not isinstance(item, Mapping):
+            raise invalid(at, "a tool must be an object")
+        name = require(item, "name", at)
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise invalid(f"{at}/name", f"{name!r} must be 1-64 letters, digits, '_' or '-'")
+        if any(tool.name == name for tool in tools):
+            raise invalid(f"{at}/name", f"tool {name!r} is defined twice")
+        parameters = item.get("parameters") or {"type": "object", "properties": {}}
+        output = item.get("output")
+        tools.append(AgentTool(
+            name=name,
+            description=str(item.get("description") or ""),
+            parameters=compile_schema(parameters, f"{at}/parameters", ctx.base_dir),
+            output=None if output is None else compile_schema(output, f"{at}/output", ctx.base_dir),
+            execution=_execution(item.get("execution"), name, ctx, f"{at}/execution"),
+            metadata=dict(item.get("metadata") or {}),
+        ))
+    return tuple(tools)
+
+
+def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> FunctionRef | SubFlowRef:
+    """``execution: {functionRef: name | {refName, arguments}} | {subFlowRef: id | {workflowId, version}}``
+    (our extension). Without it, a workflow function named like the tool is used."""
+    from xflow_runtime.plan.actions import _function_ref, _subflow_ref  # noqa: PLC2701
+
+    if raw is None:
+        if tool_name in ctx.functions:
+            return FunctionRef(function=ctx.functions[tool_name])
+        raise invalid(where, f"tool {tool_name!r} needs 'execution: {{functionRef: …}}' or "
+                             "'{subFlowRef: …}' (or a workflow function with the same name)")
+    if not isinstance(raw, Mapping):
+        raise invalid(where, "expected {functionRef: …} or {subFlowRef: …}")
+    refs = [key for key in ("functionRef", "subFlowRef") if raw.get(key) is not None]
+    if len(refs) != 1:
+        raise invalid(where, "needs exactly one of functionRef, subFlowRef")
+    if refs[0] == "functionRef":
+        return _function_ref(raw["functionRef"], ctx, f"{where}/functionRef")
+    return _subflow_ref(raw["subFlowRef"], ctx, f"{where}/subFlowRef")
+
+
+def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
+    if not isinstance(raw, Mapping):
+        raise invalid(where, "an outcome must be an object")
+    finish = raw.get("finish", False)
+    if not isinstance(finish, bool):
+        raise invalid(f"{where}/finish", "expected true or false")
+    exit_ = compile_exit(raw, ctx, where, required=False)
+    if not finish and exit_ is not None:
+        raise invalid(where, "an outcome with finish: false keeps the conversation in this state, so its "
+                             "transition would never be taken; set finish: true")
+    filter_raw = raw.get("dataFilter")
+    outcome_filter = OutcomeFilter()
+    if filter_raw is not None:
+        if not isinstance(filter_raw, Mapping):
+            raise invalid(f"{where}/dataFilter", "expected an object {useData, data, toStateData}")
+        outcome_filter = OutcomeFilter(
+            use_data=_flag(filter_raw.get("useData", True)),
+            data=ctx.expression(filter_raw.get("data"), f"{where}/dataFilter/data", extra_variables=OUTCOME_VARIABLES),
+            to_state_data=ctx.expression(filter_raw.get("toStateData"), f"{where}/dataFilter/toStateData",
+                                         path=True, extra_variables=OUTCOME_VARIABLES),
+        )
+    return AgentOutcome(
+        condition=ctx.expression(raw.get("condition"), f"{where}/condition", extra_variables=OUTCOME_VARIABLES),
+        finish=finish, filter=outcome_filter, exit=exit_,
+    )
+
+
+def _memory(raw: Any, where: str) -> Any:
+    from xflow_runtime.memory.chat.config import MemorySettings
+    from xflow_runtime.memory.chat.errors import ChatMemoryError
+
+    try:
+        return MemorySettings.from_definition(raw)
+    except (ChatMemoryError, ValueError, TypeError) as error:
+        raise DefinitionError([f"{where}: {error}"]) from None
+
+
+def _unsupported(type_name: str) -> Any:
+    def compile_stub(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
+        return UnsupportedState(**common, reason=f"state type '{type_name}' is not supported yet by "
+                                                 "xflow-runtime (the schema accepts it; running it fails)")
+
+    return compile_stub
+
+
+register_state_compiler("aiagent", compile_aiagent)
+for _type in ("aiagentproxy", "userproxyagent", "usertask"):
+    register_state_compiler(_type, _unsupported(_type))
