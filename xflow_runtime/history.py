@@ -1,81 +1,61 @@
 """An instance's history: which states it entered, with what input, what came out, how long it
-took, what failed — and, for LLM calls, token usage and cost.
+took, what failed — and, for LLM calls, token usage and cost (``usage`` on a state's exit record).
 
-Records are appended in the order the interpreter reports them, and each carries its sequence
-number (``seq``). On the durable engine they go to a DBOS stream keyed by instance id + offset and
-every append is a checkpointed operation, so a replayed instance does not append a record twice;
-on the in-process engine they stay in memory with the instance.
+The interpreter reports progress to a synchronous observer (``ExecutionContext.observer``) with
+dicts like ``{"event": "state_entered", "state": …, "input": …}``. :class:`HistoryBuffer` is that
+observer: it stamps each record with its sequence number (``seq``) and time (``at``) and keeps it
+until the engine stores it. On the durable engine, records are flushed to a DBOS stream at the
+next engine call, as one checkpointed write keyed by instance id + offset, so a replayed instance
+does not store a record twice; on the in-process engine they stay in memory with the instance.
 
-This module is pure: it builds records and summarizes them; where records go is the sink's job.
+Everything here is pure: building records and folding them into state visits.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Callable, Iterable
 
-#: Record kinds. ``usage`` (token counts and cost of LLM calls) is filled by AI states.
-INSTANCE_STARTED = "instance.started"
-INSTANCE_COMPLETED = "instance.completed"
-INSTANCE_FAILED = "instance.failed"
-STATE_ENTERED = "state.entered"
-STATE_EXITED = "state.exited"
-STATE_FAILED = "state.failed"
-EVENT_PRODUCED = "event.produced"
+Listener = Callable[[dict[str, Any]], None]
 
-Sink = Callable[[dict[str, Any]], Awaitable[None]]
+#: Observer event names (from the interpreter) this module folds into visits.
+WORKFLOW_STARTED = "workflow_started"
+WORKFLOW_COMPLETED = "workflow_completed"
+WORKFLOW_FAILED = "workflow_failed"
+STATE_ENTERED = "state_entered"
+STATE_EXITED = "state_exited"
+STATE_FAILED = "state_failed"
+EVENT_PRODUCED = "event_produced"
 
 
-class HistoryRecorder:
-    """What the interpreter calls to report progress. Every method appends one record.
+class HistoryBuffer:
+    """The interpreter's observer. ``listeners`` see every record as it is reported (replayed
+    ones included: the CLI's progress display is one)."""
 
-    ``clock`` gives the timestamp of a record (wall time at the first run; a replay does not
-    rewrite records, so their times stay those of the first run). ``listeners`` see every record
-    as it is reported, replayed ones included (the CLI's progress display uses one).
-    """
-
-    def __init__(self, sink: Sink | None = None, *, clock: Callable[[], float] = time.time,
-                 listeners: Iterable[Callable[[dict[str, Any]], None]] = ()) -> None:
-        self._sink = sink
+    def __init__(self, *, clock: Callable[[], float] = time.time,
+                 listeners: Iterable[Listener] = (), keep: bool = False) -> None:
         self._clock = clock
         self._listeners = list(listeners)
         self._seq = 0
-        self.records: list[dict[str, Any]] = []  # kept only when there is no sink
+        self._pending: list[dict[str, Any]] = []
+        self._keep = keep
+        #: Every record so far, when ``keep`` (the in-process engine's history).
+        self.records: list[dict[str, Any]] = []
 
-    async def _append(self, kind: str, **fields: Any) -> None:
-        record = {"seq": self._seq, "kind": kind, "at": self._clock(),
-                  **{k: v for k, v in fields.items() if v is not None}}
+    def __call__(self, fields: dict[str, Any]) -> None:
+        record = {"seq": self._seq, "at": self._clock(), **fields}
         self._seq += 1
+        self._pending.append(record)
+        if self._keep:
+            self.records.append(record)
         for listener in self._listeners:
             listener(record)
-        if self._sink is None:
-            self.records.append(record)
-        else:
-            await self._sink(record)
 
-    async def instance_started(self, workflow: str, input: Any) -> None:
-        await self._append(INSTANCE_STARTED, workflow=workflow, input=input)
-
-    async def instance_completed(self, output: Any) -> None:
-        await self._append(INSTANCE_COMPLETED, output=output)
-
-    async def instance_failed(self, error: dict[str, Any]) -> None:
-        await self._append(INSTANCE_FAILED, error=error)
-
-    async def state_entered(self, state: str, input: Any) -> None:
-        await self._append(STATE_ENTERED, state=state, input=input)
-
-    async def state_exited(self, state: str, output: Any, usage: dict[str, Any] | None = None) -> None:
-        """``usage``: ``{"prompt_tokens", "completion_tokens", "total_tokens", "cost"}`` summed over
-        the state's LLM calls (AI states), else ``None``."""
-        await self._append(STATE_EXITED, state=state, output=output, usage=usage)
-
-    async def state_failed(self, state: str, error: dict[str, Any]) -> None:
-        await self._append(STATE_FAILED, state=state, error=error)
-
-    async def event_produced(self, event: dict[str, Any]) -> None:
-        await self._append(EVENT_PRODUCED, event=event)
+    def drain(self) -> list[dict[str, Any]]:
+        """The records reported since the last drain, in order."""
+        pending, self._pending = self._pending, []
+        return pending
 
 
 @dataclass
@@ -109,37 +89,41 @@ class HistorySummary:
 
     @property
     def usage(self) -> dict[str, Any] | None:
-        """Token usage and cost summed over every state that reported some."""
-        reported = [v.usage for v in self.visits if v.usage]
-        if not reported:
-            return None
+        """Token usage and cost summed over every state that reported some (``None`` if none)."""
         total: dict[str, Any] = {}
-        for usage in reported:
-            for key, value in usage.items():
+        for visit in self.visits:
+            for key, value in (visit.usage or {}).items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     total[key] = total.get(key, 0) + value
-        return total
+        return total or None
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> HistorySummary:
-    """Fold records into state visits. A state entered again (a loop) is a new visit."""
+    """Fold records into state visits (a state entered again, in a loop, is a new visit). Records
+    of subflows and continuations (another ``instance_id``) are ignored; top-level ones kept."""
+    ordered = sorted(records, key=lambda r: r["seq"])
     summary = HistorySummary()
+    if not ordered:
+        return summary
+    top = ordered[0].get("instance_id")
     open_visits: dict[str, StateVisit] = {}
-    for record in sorted(records, key=lambda r: r["seq"]):
-        kind, state = record["kind"], record.get("state")
-        if kind == INSTANCE_STARTED:
+    for record in ordered:
+        event, state = record.get("event"), record.get("state")
+        if record.get("instance_id") != top and event not in (WORKFLOW_COMPLETED, WORKFLOW_FAILED):
+            continue
+        if event == WORKFLOW_STARTED:
             summary.input = record.get("input")
-        elif kind == INSTANCE_COMPLETED:
-            summary.output = record.get("output")
-        elif kind == INSTANCE_FAILED:
+        elif event == WORKFLOW_COMPLETED:
+            summary.output, summary.error = record.get("output"), None
+        elif event == WORKFLOW_FAILED:
             summary.error = record.get("error")
-        elif kind == EVENT_PRODUCED:
-            summary.produced_events.append(record.get("event", {}))
-        elif kind == STATE_ENTERED and state is not None:
+        elif event == EVENT_PRODUCED:
+            summary.produced_events.append({k: record.get(k) for k in ("event", "type", "id")})
+        elif event == STATE_ENTERED and state is not None:
             visit = StateVisit(state=state, entered_at=record["at"], input=record.get("input"))
             open_visits[state] = visit
             summary.visits.append(visit)
-        elif kind in (STATE_EXITED, STATE_FAILED) and state in open_visits:
+        elif event in (STATE_EXITED, STATE_FAILED) and state in open_visits:
             visit = open_visits.pop(state)
             visit.exited_at = record["at"]
             visit.output = record.get("output")

@@ -17,6 +17,7 @@ import pytest
 from xflow_runtime.engine.durable import DurableEngine, DurablePort, resolve_database_url
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.history import HistoryBuffer
 
 Body = Callable[[dict[str, Any], DurablePort], Any]
 
@@ -94,11 +95,13 @@ async def test_a_recovered_instance_does_not_rerun_completed_steps(launch, datab
     counter = Counter()
 
     async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        port.history = HistoryBuffer()
+        port.history({"event": "before"})
         first = await port.run_step("before", counter.effect("before", "a"))
-        await port.append_history({"kind": "before"})
         event = await port.wait_event("go", None)
+        port.history({"event": "after"})
         second = await port.run_step("after", counter.effect("after", "b"))
-        await port.append_history({"kind": "after"})
+        await port.flush()
         return [first, event, second]
 
     engine = launch(database_url, body)
@@ -111,7 +114,7 @@ async def test_a_recovered_instance_does_not_rerun_completed_steps(launch, datab
     await engine.send("crashy", "go", "event")
     assert await engine.result("crashy") == ["a", "event", "b"]
     assert counter.runs == {"before": 1, "after": 1}
-    assert [r["kind"] for r in await engine.history("crashy")] == ["before", "after"]
+    assert [(r["seq"], r["event"]) for r in await engine.history("crashy")] == [(0, "before"), (1, "after")]
 
 
 async def test_recv_times_out_with_none_and_keeps_events_sent_before_the_wait(launch, database_url) -> None:
@@ -239,9 +242,11 @@ async def test_the_same_engine_runs_on_postgresql(launch, postgres_database_url:
     counter = Counter()
 
     async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        port.history = HistoryBuffer(clock=lambda: 0.0)
         value = await port.run_step("pg", counter.effect("pg", 7))
         event = await port.wait_event("go", None)
-        await port.append_history({"kind": "done"})
+        port.history({"event": "done"})
+        await port.flush()
         return [value, event]
 
     engine = launch(postgres_database_url, body)
@@ -253,7 +258,7 @@ async def test_the_same_engine_runs_on_postgresql(launch, postgres_database_url:
     await engine.send("on-pg", "go", "x")
     assert await engine.result("on-pg") == [7, "x"]
     assert counter.runs == {"pg": 1}
-    assert await engine.history("on-pg") == [{"kind": "done"}]
+    assert await engine.history("on-pg") == [{"seq": 0, "at": 0.0, "event": "done"}]
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:

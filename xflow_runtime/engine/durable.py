@@ -27,7 +27,7 @@ import pickle
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
@@ -40,6 +40,9 @@ from xflow_runtime.engine.durable_names import (
     FOREVER_SECONDS,
 )
 from xflow_runtime.errors import WorkflowError, XFlowError
+
+if TYPE_CHECKING:
+    from xflow_runtime.history import HistoryBuffer
 
 T = TypeVar("T")
 
@@ -54,12 +57,20 @@ class DurableEngineError(XFlowError):
 
 
 class DurablePort:
-    """The engine port inside one running DBOS workflow (one instance)."""
+    """The engine port inside one running DBOS workflow (one instance).
 
-    def __init__(self, instance_id: str) -> None:
+    ``history`` (the interpreter's observer buffer) is flushed to the instance's history stream
+    before every engine call and by :meth:`flush`: one checkpointed write per batch, at points
+    the replay reaches in the same order, so a replay never stores a record twice.
+    """
+
+    def __init__(self, instance_id: str, history: "HistoryBuffer | None" = None) -> None:
         self.instance_id = instance_id
+        self.history = history
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
+        await self.flush()
+
         async def step() -> T:
             try:
                 return await effect()
@@ -69,9 +80,11 @@ class DurablePort:
         return await DBOS.run_step_async({"name": name}, step)
 
     async def sleep(self, seconds: float) -> None:
+        await self.flush()
         await DBOS.sleep_async(seconds)
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
+        await self.flush()
         # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
         message = await DBOS.recv_async(topic, timeout_seconds=seconds)
@@ -80,21 +93,28 @@ class DurablePort:
         return message[EVENT_ENVELOPE_KEY]
 
     async def now(self) -> float:
+        await self.flush()
+
         async def read_clock() -> float:
             return time.time()
 
         return await DBOS.run_step_async({"name": "xflow.now"}, read_clock)
 
     async def new_id(self) -> str:
+        await self.flush()
+
         async def draw_id() -> str:
             return str(uuid.uuid4())
 
         return await DBOS.run_step_async({"name": "xflow.new_id"}, draw_id)
 
-    async def append_history(self, record: dict[str, Any]) -> None:
-        """Append to this instance's history stream: a DBOS checkpointed write, so a replay
-        does not append the same record twice (records are keyed by instance id + offset)."""
-        await DBOS.write_stream_async(HISTORY_STREAM, record)
+    async def flush(self) -> None:
+        """Store the history records reported since the last flush (a no-op when none)."""
+        if self.history is None:
+            return
+        batch = self.history.drain()
+        if batch:
+            await DBOS.write_stream_async(HISTORY_STREAM, batch)
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)

@@ -68,7 +68,7 @@ class DurableStore:
         try:
             async for record in self.client.read_stream_async(
                     instance_id, HISTORY_STREAM, timeout_seconds=_READ_TIMEOUT_SECONDS):
-                records.append(record)
+                records.extend(record)  # each stream value is one flushed batch
         except DBOSStreamTimeoutError:
             pass  # a running instance: the next record is not written yet
         return records

@@ -20,7 +20,7 @@ async def read_history(instance_id: str) -> list[dict[str, Any]]:
     try:
         async for record in DBOS.read_stream_async(instance_id, HISTORY_STREAM,
                                        timeout_seconds=_READ_TIMEOUT_SECONDS):
-            records.append(record)
+            records.extend(record)  # each stream value is one flushed batch
     except DBOSStreamTimeoutError:
         pass  # timed out waiting for the next record of a running instance
     return records
