@@ -1,1 +1,26 @@
-"""interpreter"""
+"""The interpreter: executes a compiled plan deterministically over the engine port.
+
+``execute(plan, input, port=…, context=…)`` runs one instance; ``register_state_handler`` adds
+state types. ``run_workflow`` (in-process engine, virtual clock) is re-exported for convenience.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xflow_runtime.interpreter.context import ExecutionContext, FunctionInvoker, WorkflowRegistry
+from xflow_runtime.interpreter.events import EVENT_TOPIC
+from xflow_runtime.interpreter.execute import ExecutionResult, execute
+from xflow_runtime.interpreter.failures import TIMEOUT, Failure
+from xflow_runtime.interpreter.registry import register_state_handler
+
+__all__ = ["EVENT_TOPIC", "TIMEOUT", "ExecutionContext", "ExecutionResult", "Failure", "FunctionInvoker",
+           "WorkflowRegistry", "execute", "register_state_handler", "run_workflow", "run_workflow_sync"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("run_workflow", "run_workflow_sync"):
+        from xflow_runtime.engine import inprocess
+
+        return getattr(inprocess, name)
+    raise AttributeError(name)

@@ -1,0 +1,161 @@
+"""Running actions: condition → fromStateData → sleep.before → call (retries, timeout) →
+sleep.after → results → toStateData/merge. Every call that has an effect goes through
+``port.run_step`` under a deterministic step name ``<scope>/<index>:<label>#<attempt>``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, Sequence
+
+from xflow_runtime.expressions import interpolate
+from xflow_runtime.interpreter.concurrency import all_of, within
+from xflow_runtime.interpreter.data import apply, merge_action_result
+from xflow_runtime.interpreter.events import build_event, payload
+from xflow_runtime.interpreter.failures import Failure
+from xflow_runtime.interpreter.retries import next_delay, retry_strategy
+from xflow_runtime.plan.model import Action, EventRef, FunctionRef, SubFlowRef, Timeouts
+
+if TYPE_CHECKING:
+    from xflow_runtime.interpreter.instance import Instance
+
+
+class _Skipped:
+    """The action did not produce a result to merge (condition false, async, useResults false)."""
+
+
+SKIPPED = _Skipped()
+
+
+async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mode: str, scope: str,
+                      timeouts: Timeouts) -> Any:
+    """Run ``actions`` and merge their results into ``data``.
+
+    Sequential: each action sees the results of the ones before it. Parallel: every action reads
+    the same snapshot; results are merged in definition order once all have finished.
+    """
+    if mode == "parallel" and len(actions) > 1:
+        results = await all_of([perform(run, action, data, f"{scope}/{i}", timeouts)
+                                for i, action in enumerate(actions)])
+        for action, result in zip(actions, results):
+            if result is not SKIPPED:
+                data = merge_action_result(data, action.filter, result, action.label, run.variables)
+        return data
+    for i, action in enumerate(actions):
+        try:
+            result = await perform(run, action, data, f"{scope}/{i}", timeouts)
+        except Failure as failure:
+            raise failure.with_data(data)
+        if result is not SKIPPED:
+            data = merge_action_result(data, action.filter, result, action.label, run.variables)
+    return data
+
+
+async def perform(run: "Instance", action: Action, data: Any, step: str, timeouts: Timeouts) -> Any:
+    """Everything up to the (unfiltered) result; :data:`SKIPPED` when there is nothing to merge."""
+    variables = run.variables
+    try:
+        if action.condition is not None and action.condition.evaluate(data, variables) is not True:
+            run.record("action_skipped", step=step, action=action.label)
+            return SKIPPED
+        action_input = apply(action.filter.from_state_data, data, variables)
+    except Exception as exc:  # noqa: BLE001 - expression failures are workflow errors
+        raise Failure.from_exception(exc) from None
+    if action.sleep_before:
+        await run.port.sleep(action.sleep_before)
+    if action.invoke == "async":
+        ref = action.ref
+        # Only subflows with onParentComplete: terminate die with the parent; other async calls finish.
+        detached = not (isinstance(ref, SubFlowRef) and ref.on_parent_complete == "terminate")
+        run.spawn(_fire_and_forget(run, action, action_input, f"{step}:{action.label}#1"), detached=detached)
+        result: Any = SKIPPED
+    else:
+        result = await _with_retries(run, action, action_input, step, timeouts)
+    if action.sleep_after:
+        await run.port.sleep(action.sleep_after)
+    if not action.filter.use_results:
+        return SKIPPED
+    return result
+
+
+async def _with_retries(run: "Instance", action: Action, action_input: Any, step: str, timeouts: Timeouts) -> Any:
+    attempt, previous_delay = 1, None
+    limit = _attempt_limit(timeouts)
+    while True:
+        name = f"{step}:{action.label}#{attempt}"
+        try:
+            return await within(run.port, limit, invoke(run, action, action_input, name),
+                                f"action '{action.label}'")
+        except Exception as exc:  # noqa: BLE001 - every failure is matched against the definitions
+            failure = Failure.from_exception(exc)
+            strategy = retry_strategy(action, failure, auto_retries=run.plan.auto_retries,
+                                      known_errors=run.plan.errors)
+            if strategy is None or attempt >= strategy.max_attempts:
+                raise failure from None
+            previous_delay = next_delay(strategy, attempt, previous_delay, f"{run.instance_id}/{step}")
+            run.record("action_retry", step=name, action=action.label, attempt=attempt,
+                       delay=previous_delay, error=failure.to_dict())
+            await run.port.sleep(previous_delay)
+            attempt += 1
+
+
+def _attempt_limit(timeouts: Timeouts) -> float | None:
+    limits = [value for value in (timeouts.action, timeouts.state_single) if value is not None]
+    return min(limits) if limits else None
+
+
+async def invoke(run: "Instance", action: Action, action_input: Any, step: str) -> Any:
+    """One attempt of the action's call; the raw result."""
+    ref = action.ref
+    if isinstance(ref, FunctionRef):
+        return await _call_function(run, ref, action_input, step)
+    if isinstance(ref, SubFlowRef):
+        return await run.run_subflow(ref, action_input, step)
+    return await _call_by_event(run, ref, action_input, step)
+
+
+async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, step: str) -> Any:
+    variables = run.variables
+    if ref.expression is not None:  # pure: evaluated on the action input, nothing to record
+        return ref.expression.evaluate(action_input, variables)
+    arguments = action_input if ref.arguments is None else ref.arguments.render(action_input, variables)
+    callable_ = run.context.functions.get(ref.function.name)
+    if callable_ is not None:
+        return await run.port.run_step(step, lambda: _call_python(callable_, arguments))
+    invoker = run.context.invoker
+    if invoker is None:
+        raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
+                      "under its name or configure a function invoker", code="functionNotImplemented")
+    selection_set = None if ref.selection_set is None else interpolate(ref.selection_set, action_input, variables)
+    return await run.port.run_step(step, lambda: invoker(ref.function, arguments, selection_set=selection_set))
+
+
+async def _call_python(function: Any, arguments: Any) -> Any:
+    result = function(arguments)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step: str) -> Any:
+    variables = run.variables
+    data = None if ref.data is None else ref.data.render(action_input, variables)
+    attributes = None if ref.context_attributes is None else ref.context_attributes.render(action_input, variables)
+    await run.emit(ref.trigger, data, attributes, step)
+    if ref.invoke == "async":
+        return None
+    received = await run.inbox.receive((ref.result,), ref.result_event_timeout, run.correlation)
+    if received is None:
+        raise Failure.timeout(f"result event '{ref.result.name}'", ref.result_event_timeout or 0)
+    definition, event = received
+    run.record("event_consumed", step=step, event=definition.name, id=event.get("id"))
+    return payload(event, definition)
+
+
+async def _fire_and_forget(run: "Instance", action: Action, action_input: Any, step: str) -> None:
+    """``invoke: async``: no result, no retries, and errors never reach the workflow."""
+    try:
+        await invoke(run, action, action_input, step)
+    except Exception as exc:  # noqa: BLE001 - async errors are reported, never propagated
+        run.record("async_action_failed", step=step, action=action.label,
+                   error=Failure.from_exception(exc).to_dict())

@@ -1,0 +1,169 @@
+"""Entry point: ``execute(plan, input, port=…, context=…) -> ExecutionResult``.
+
+The instance's input must be a JSON object (``None`` means ``{}``). It is validated against
+``dataInputSchema`` before the first state. The result's ``output`` is the last state's filtered
+output, which may be any JSON value. ``end.continueAs`` starts the named workflow with the new
+input right here (a new instance id from the port); the result is the last continuation's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.interpreter.context import ExecutionContext
+from xflow_runtime.interpreter.events import Inbox
+from xflow_runtime.interpreter.failures import TIMEOUT, Failure
+from xflow_runtime.interpreter.instance import Instance, StopRequested
+from xflow_runtime.plan.model import WorkflowExecTimeout
+from xflow_runtime.plan.states import WorkflowPlan
+
+Status = Literal["completed", "failed"]
+
+
+@dataclass
+class ExecutionResult:
+    """How an instance ended. ``output`` is set when completed (and, for a workflow timeout, holds
+    the data after ``runBefore``); ``error`` is ``{name, code, status, message, state?}`` when failed."""
+
+    status: Status
+    output: Any = None
+    error: dict[str, Any] | None = None
+    instance_id: str = ""
+    produced_events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def raise_for_error(self) -> Any:
+        """The output, or :class:`~xflow_runtime.errors.WorkflowFailed` when the instance failed."""
+        if self.status != "completed":
+            from xflow_runtime.errors import WorkflowFailed
+
+            raise WorkflowFailed(self.instance_id, self.error or {})
+        return self.output
+
+
+async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
+                  context: ExecutionContext | None = None) -> ExecutionResult:
+    """Run one instance of ``plan`` to its end (following ``continueAs``)."""
+    context = context or ExecutionContext()
+    instance_id = context.instance_id or await port.new_id()
+    inbox = Inbox(port)
+    produced: list[dict[str, Any]] = []
+    while True:
+        result = await run_instance(plan, input, port=port, context=context, instance_id=instance_id, inbox=inbox)
+        produced.extend(result.produced_events)
+        follow = getattr(result, "_continue_as", None)
+        if follow is None:
+            result.produced_events = produced
+            return result
+        plan, input, timeout = follow
+        instance_id = await port.new_id()
+        if timeout is not None:
+            from dataclasses import replace
+
+            plan = replace(plan, workflow_exec_timeout=timeout)
+
+
+async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, context: ExecutionContext,
+                       instance_id: str, inbox: Inbox | None = None, scope: str = "",
+                       parent: Instance | None = None) -> ExecutionResult:
+    """One instance, without following ``continueAs`` (the caller does)."""
+    run = Instance(plan, port, context, instance_id, inbox=inbox, scope=scope, parent=parent)
+    run.record("workflow_started", workflow=plan.workflow_id, input=input)
+    try:
+        data = _check_input(plan, input, run)
+        if plan.version_template is not None:
+            run.variables["WORKFLOW"] = {**run.variables["WORKFLOW"],
+                                         "version": plan.version_template.render(data, run.variables)}
+        run.data = data
+        timeout = plan.workflow_exec_timeout
+        if timeout is None:
+            output, end = await run.run_states(plan.start, data)
+        else:
+            output, end = await _run_with_deadline(run, data, timeout)
+    except Failure as failure:
+        run.record("workflow_failed", error=failure.to_dict())
+        await run.close()
+        return ExecutionResult("failed", None, failure.to_dict(), instance_id, list(run.produced))
+    except _TimedOut as timed_out:
+        await run.close()
+        run.record("workflow_failed", error=timed_out.error)
+        return ExecutionResult("failed", timed_out.data, timed_out.error, instance_id, list(run.produced))
+    await run.close()
+    run.record("workflow_completed", output=output)
+    result = ExecutionResult("completed", output, None, instance_id, [] if parent else list(run.produced))
+    if end.continue_as is not None:
+        follow = end.continue_as
+        target = context.workflows.get(follow.workflow_id, follow.version)
+        if target is None and follow.workflow_id == plan.workflow_id:
+            target = plan
+        if target is None:
+            error = Failure(f"continueAs: workflow '{follow.workflow_id}' is not registered", code="subflowNotFound")
+            return ExecutionResult("failed", None, error.to_dict(), instance_id, result.produced_events)
+        new_input = output if follow.data is None else follow.data.render(output, run.variables)
+        if parent is not None:  # a subflow's parent sees the last continuation's output
+            return await run_instance(target, new_input, port=port, context=context,
+                                      instance_id=f"{instance_id}+", inbox=inbox, scope=f"{scope}+", parent=parent)
+        result._continue_as = (target, new_input, follow.workflow_exec_timeout)  # type: ignore[attr-defined]
+    return result
+
+
+def _check_input(plan: WorkflowPlan, input: Any, run: Instance) -> Any:
+    data = {} if input is None else input
+    if not isinstance(data, dict):
+        raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code="invalidInput")
+    schema = plan.data_input_schema
+    if schema is not None:
+        problems = sorted(schema.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if problems:
+            first = problems[0]
+            where = "/" + "/".join(str(part) for part in first.absolute_path)
+            message = f"workflow input does not match dataInputSchema at {where}: {first.message}"
+            if schema.fail_on_validation_errors:
+                raise Failure(message, name="validation", code="validation",
+                              details=[p.message for p in problems[:20]])
+            run.record("input_validation_warning", message=message)
+    return data
+
+
+class _TimedOut(Exception):
+    def __init__(self, data: Any, error: dict[str, Any]):
+        self.data, self.error = data, error
+
+
+async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTimeout) -> Any:
+    """``workflowExecTimeout``: interrupt the current state (``interrupt: true``) or stop at the next
+    state boundary (``interrupt: false``), run ``runBefore`` on the latest data, fail with ``timeout``."""
+    main = asyncio.ensure_future(run.run_states(run.plan.start, data))
+    timer = asyncio.ensure_future(run.port.sleep(timeout.duration))
+    try:
+        await asyncio.wait((main, timer), return_when=asyncio.FIRST_COMPLETED)
+        if main.done():
+            timer.cancel()
+            return main.result()
+        if timeout.interrupt:
+            main.cancel()
+            await asyncio.gather(main, return_exceptions=True)
+        else:
+            run.stop_requested = True
+            await asyncio.wait((main,))
+            error = main.exception()
+            if error is None:  # the state running at the deadline was the last one
+                return main.result()
+            if not isinstance(error, StopRequested):
+                raise error
+    except asyncio.CancelledError:
+        main.cancel()
+        timer.cancel()
+        raise
+    latest = run.data
+    if timeout.run_before is not None:
+        latest, _ = await run.run_states(timeout.run_before, latest, compensating=True)
+    error_dict = Failure(f"workflow did not finish within its workflowExecTimeout of {timeout.duration:g} s",
+                         name=TIMEOUT, code=TIMEOUT).to_dict()
+    raise _TimedOut(latest, error_dict)

@@ -1,0 +1,56 @@
+"""Operation, switch, sleep and inject states."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from xflow_runtime.expressions import merge
+from xflow_runtime.interpreter.data import merge_event_payload
+from xflow_runtime.interpreter.events import payload
+from xflow_runtime.interpreter.registry import register_state_handler
+from xflow_runtime.plan.model import Exit
+from xflow_runtime.plan.states import InjectState, OperationState, SleepState, SwitchState
+
+if TYPE_CHECKING:
+    from xflow_runtime.interpreter.instance import Instance
+
+
+async def operation(state: OperationState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
+    return await run.run_actions(state.actions, data, state.action_mode, scope, state.timeouts), None
+
+
+async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
+    """First condition (in order) whose value is exactly ``true``; else the default. An event switch
+    takes the condition of the first matching event, or the default once ``eventTimeout`` passes."""
+    if state.data_conditions:
+        variables = run.variables
+        for condition in state.data_conditions:
+            if condition.condition.evaluate(data, variables) is True:
+                return data, condition.exit
+        return data, state.default
+    received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
+                                       run.correlation)
+    if received is None:
+        run.record("event_timeout", state=state.name)
+        return data, state.default
+    definition, event = received
+    run.record("event_consumed", state=state.name, event=definition.name, id=event.get("id"))
+    condition = next(c for c in state.event_conditions if c.event is definition)
+    data = merge_event_payload(data, condition.filter, payload(event, definition), definition.name, run.variables)
+    return data, condition.exit
+
+
+async def sleep(state: SleepState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
+    await run.port.sleep(state.duration)
+    return data, None
+
+
+async def inject(state: InjectState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
+    """The injected object is merged into the state data, the injected values winning."""
+    return merge(data, state.data), None
+
+
+register_state_handler("operation", operation)
+register_state_handler("switch", switch)
+register_state_handler("sleep", sleep)
+register_state_handler("inject", inject)
