@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import StatementError
 
 from xflow_runtime.memory.chat import repository as repo
-from xflow_runtime.memory.chat.errors import ChatNotFound
+from xflow_runtime.memory.chat.errors import ChatMemoryError, ChatNotFound
 from xflow_runtime.memory.chat.messages import validate_turn
 from xflow_runtime.memory.chat.repository import ChatInfo
 from xflow_runtime.memory.chat.scope import ChatScope
@@ -159,9 +160,15 @@ class ChatMemory:
         counter = TokenCounter.for_model(model)
         rows = [{"role": m["role"], "parts": {k: v for k, v in m.items() if k != "role"},
                  "token_counts": {counter.encoding: counter.raw_count(m)}} for m in turn]
-        with write_transaction(self._engine) as connection:
-            chat_id, last = repo.lock_or_create_chat(connection, key, _title(turn))
-            new_last = repo.insert_messages(connection, key, chat_id, last, rows)
+        try:
+            with write_transaction(self._engine) as connection:
+                chat_id, last = repo.lock_or_create_chat(connection, key, _title(turn))
+                new_last = repo.insert_messages(connection, key, chat_id, last, rows)
+        except (StatementError, TypeError, ValueError) as exc:  # e.g. content that is not JSON
+            cause = exc.orig if isinstance(exc, StatementError) else exc  # (rolled back)
+            if not isinstance(cause, (TypeError, ValueError)):
+                raise
+            raise ChatMemoryError(f"could not store the turn: {cause}") from exc
         return AppendResult(chat_id, last + 1, new_last)
 
     # -- management ---------------------------------------------------------------------------
