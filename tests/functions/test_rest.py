@@ -184,6 +184,18 @@ async def test_slow_server_is_timeout(server):
     assert caught.value.code == "timeout"
 
 
+async def test_per_function_timeout_overrides_the_default(server):
+    server.route("GET", "/slow", Reply(200, {"late": True}, delay=0.5))
+    ctx = FunctionContext(http=HttpSettings(timeout=5.0, timeouts={"impatient": 0.1}))
+    try:
+        with pytest.raises(WorkflowError) as caught:
+            await invoke_function(rest("impatient", {"/slow": {"get": {}}}, {"baseUrl": server.url}), None, context=ctx)
+        assert caught.value.code == "timeout"
+        assert await invoke_function(rest("patient", {"/slow": {"get": {}}}, {"baseUrl": server.url}), None, context=ctx) == {"late": True}
+    finally:
+        await ctx.aclose()
+
+
 async def test_one_client_is_shared_per_context(server, context):
     server.route("GET", "/a", Reply(200, {}))
     fn = rest("a", {"/a": {"get": {}}}, {"baseUrl": server.url})

@@ -28,7 +28,8 @@ class HttpSettings:
     """HTTP configuration of ``rest``/``graphql`` functions and OAuth2 token requests.
 
     ``base_urls`` maps function names to the base URL their calls go to; it beats the function's
-    ``metadata.baseUrl`` and the OpenAPI document's ``servers``. ``default_base_url`` is used last,
+    ``metadata.baseUrl`` and the OpenAPI document's ``servers``. ``timeouts`` maps function names
+    to a total timeout (seconds) that replaces ``timeout`` for their calls. ``default_base_url`` is used last,
     when nothing else names a server. ``client_factory`` builds the shared client (for custom
     transports, proxies, certificates); it receives the timeout to use.
     """
@@ -36,6 +37,7 @@ class HttpSettings:
     timeout: float = 30.0
     connect_timeout: float = 10.0
     base_urls: Mapping[str, str] = field(default_factory=dict)
+    timeouts: Mapping[str, float] = field(default_factory=dict)
     default_base_url: str | None = None
     follow_redirects: bool = True
     client_factory: Callable[["httpx.Timeout"], "httpx.AsyncClient"] | None = None

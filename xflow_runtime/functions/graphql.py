@@ -62,7 +62,9 @@ async def invoke_graphql(fn: FunctionDef, arguments: Any, selection_set: str | N
     headers = await auth_headers(fn.auth, context)
     headers["Accept"] = "application/json"
     what = f"function '{fn.name}'"
-    response = await send(context, what, HttpRequest("post", endpoint, headers=headers, json_body={"query": document}, has_body=True))
+    request = HttpRequest("post", endpoint, headers=headers, json_body={"query": document}, has_body=True,
+                          timeout=context.http.timeouts.get(fn.name))
+    response = await send(context, what, request)
     body = decode_body(response)
     if isinstance(body, Mapping) and body.get("errors"):
         errors = body["errors"]

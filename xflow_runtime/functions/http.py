@@ -32,6 +32,7 @@ class HttpRequest:
     json_body: Any = None
     has_body: bool = False
     form: dict[str, Any] | None = None
+    timeout: float | None = None  # seconds; None → the client's default
 
 
 async def send(context: FunctionContext, what: str, request: HttpRequest) -> Any:
@@ -41,6 +42,8 @@ async def send(context: FunctionContext, what: str, request: HttpRequest) -> Any
     where = f"{request.method.upper()} {request.url}"
     context.log.debug("%s: %s", what, where)
     kwargs: dict[str, Any] = {"params": request.params or None, "headers": request.headers or None}
+    if request.timeout is not None:
+        kwargs["timeout"] = request.timeout
     if request.cookies:
         # httpx deprecates per-request cookies; a Cookie header has the same effect.
         cookie = "; ".join(f"{name}={value}" for name, value in request.cookies.items())

@@ -34,6 +34,7 @@ async def invoke_rest(fn: FunctionDef, arguments: Any, context: FunctionContext)
     request = HttpRequest(
         method=operation.method, url=url, params=mapped.query, headers={**mapped.headers, **headers},
         cookies=mapped.cookies, json_body=mapped.body, has_body=mapped.has_body,
+        timeout=context.http.timeouts.get(fn.name),
     )
     what = f"function '{fn.name}'"
     response = await send(context, what, request)
