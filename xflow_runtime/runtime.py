@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
-from xflow_runtime.history import HistoryRecorder
+from xflow_runtime.history import HistoryBuffer
 from xflow_runtime import runtime_execution as execution
 
 if TYPE_CHECKING:
@@ -259,12 +259,14 @@ class Runtime:
     # --- the body of a durable instance (runs inside the DBOS workflow) --------------------------
     async def _run_durable_body(self, request: dict[str, Any], port: Any) -> Any:
         plan = self._plan_for(request["workflow"])
-        history = HistoryRecorder(port.append_history, listeners=self._history_listeners())
+        port.history = HistoryBuffer(listeners=self._history_listeners())
         try:
             return await execution.execute(self._services, plan, request["input"], port,
-                                           instance_id=port.instance_id, history=history)
+                                           instance_id=port.instance_id, history=port.history)
         except WorkflowFailed as failure:
             raise execution.RecordedFailure(failure.instance_id, failure.error) from None
+        finally:
+            await port.flush()
 
     def _history_listeners(self) -> list[EventListener]:
         return [self.on_history] if self.on_history else []

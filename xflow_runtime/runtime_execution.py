@@ -12,15 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
-from xflow_runtime.history import HistoryRecorder, summarize
+from xflow_runtime.history import HistoryBuffer, summarize
 
 if TYPE_CHECKING:
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime import Runtime
 
-#: Every CloudEvent sent to an instance arrives on this one topic, in order; the interpreter
-#: matches type/source/correlation itself and keeps the events it is not waiting for yet.
-EVENT_TOPIC = "xflow.events"
 
 
 class RecordedFailure(WorkflowFailed):
@@ -66,25 +63,29 @@ class Services:
 
 
 async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
-                  instance_id: str, history: HistoryRecorder) -> Any:
-    """Run the interpreter over ``port`` and report the instance's start and end to history."""
-    from xflow_runtime.interpreter import execute as interpret
+                  instance_id: str, history: HistoryBuffer) -> Any:
+    """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`."""
+    from xflow_runtime.interpreter.context import ExecutionContext
+    from xflow_runtime.interpreter.execute import execute as interpret
 
-    await history.instance_started(plan.workflow_id, input)
-    context = {
-        "instance_id": instance_id,
-        "functions": services.function_context(plan),
-        "secrets": services.runtime.secrets,
-        "history": history,
-        "on_event": services.runtime.on_event,
-    }
-    try:
-        output = await interpret(plan, input, port=port, context=context)
-    except WorkflowFailed as failure:
-        await history.instance_failed(failure.error)
-        raise
-    await history.instance_completed(output)
-    return output
+    function_context = services.function_context(plan)
+
+    async def invoke(function: Any, arguments: Any, *, selection_set: str | None) -> Any:
+        from xflow_runtime.functions import invoke_function
+
+        return await invoke_function(function, arguments, selection_set=selection_set,
+                                     context=function_context)
+
+    context = ExecutionContext(
+        functions=dict(services.runtime.functions),
+        invoker=invoke,
+        secrets=services.runtime.secrets,
+        event_sink=services.runtime.on_event,
+        observer=history,
+        instance_id=instance_id,
+    )
+    result = await interpret(plan, input, port=port, context=context)
+    return result.raise_for_error()
 
 
 def normalize_cloud_event(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,13 +99,17 @@ def normalize_cloud_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def event_topic(cloud_event: Mapping[str, Any]) -> str:
+    """Every CloudEvent for an instance goes to one topic, in order; the interpreter matches
+    type/source/correlation itself and keeps the events no state waits for yet."""
+    from xflow_runtime.interpreter.events import EVENT_TOPIC
+
     return EVENT_TOPIC
 
 
 class LocalInstance:
     """One instance on the in-process engine: an asyncio task plus its engine."""
 
-    def __init__(self, engine: Any, task: "asyncio.Task[Any]", history: HistoryRecorder,
+    def __init__(self, engine: Any, task: "asyncio.Task[Any]", history: HistoryBuffer,
                  instance_id: str) -> None:
         self.engine = engine
         self.task = task
@@ -118,7 +123,7 @@ class LocalInstance:
 
         engine = InProcessEngine()
         listeners = [services.runtime.on_history] if services.runtime.on_history else []
-        history = HistoryRecorder(listeners=listeners)
+        history = HistoryBuffer(listeners=listeners, keep=True)
         task = asyncio.ensure_future(execute(services, plan, input, engine,
                                              instance_id=instance_id, history=history))
         return cls(engine, task, history, instance_id)

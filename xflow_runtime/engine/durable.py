@@ -51,6 +51,9 @@ InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
 
 _body: InstanceBody | None = None
 
+#: How often a caller waiting for an instance's result re-reads its status.
+RESULT_POLLING_SECONDS = 0.02
+
 
 class DurableEngineError(XFlowError):
     """The durable engine cannot start, or an instance id is unknown."""
@@ -200,7 +203,8 @@ class DurableEngine:
             "system_database_url": self.database_url,
             "application_version": self.application_version,
             "executor_id": self.executor_id,
-            "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "WARNING"),
+            # DBOS logs failed workflows with tracebacks; ours are reported as clean errors instead.
+            "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"),
             "notification_listener_polling_interval_sec": 0.05,
         }
         try:
@@ -226,7 +230,8 @@ class DurableEngine:
 
     async def result(self, instance_id: str) -> Any:
         handle = await DBOS.retrieve_workflow_async(instance_id)
-        return await handle.get_result()
+        # Polls the status row; a short interval keeps the latency of small instances low.
+        return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
 
     async def send(self, instance_id: str, topic: str, payload: Any,
                    idempotency_key: str | None = None) -> None:
