@@ -148,7 +148,7 @@ async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step
     if received is None:
         raise Failure.timeout(f"result event '{ref.result.name}'", ref.result_event_timeout or 0)
     definition, event = received
-    run.record("event_consumed", step=step, event=definition.name, id=event.get("id"))
+    run.record("event_consumed", step=step, event_name=definition.name, id=event.get("id"))
     return payload(event, definition)
 
 

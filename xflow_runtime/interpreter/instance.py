@@ -55,9 +55,9 @@ class Instance:
         self._observer = context.observer
 
     # --- history ---------------------------------------------------------------------------------
-    def record(self, event: str, **fields: Any) -> None:
+    def record(self, kind: str, /, **fields: Any) -> None:
         if self._observer is not None:
-            fields["event"] = event
+            fields["event"] = kind
             fields["instance_id"] = self.instance_id
             self._observer(fields)
 
@@ -146,7 +146,7 @@ class Instance:
     async def emit(self, definition: EventDef, data: Any, attributes: Any, step: str) -> None:
         event = await build_event(self.port, definition, data, attributes, self.plan.workflow_id)
         self.produced.append(event)
-        self.record("event_produced", event=definition.name, type=definition.type, id=event["id"])
+        self.record("event_produced", event_name=definition.name, type=definition.type, id=event["id"])
         sink = self.context.event_sink
         if sink is not None:
             await self.port.run_step(f"{step}:emit", lambda: _deliver(sink, event))

@@ -34,7 +34,7 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
         run.record("event_timeout", state=state.name)
         return data, state.default
     definition, event = received
-    run.record("event_consumed", state=state.name, event=definition.name, id=event.get("id"))
+    run.record("event_consumed", state=state.name, event_name=definition.name, id=event.get("id"))
     condition = next(c for c in state.event_conditions if c.event is definition)
     data = merge_event_payload(data, condition.filter, payload(event, definition), definition.name, run.variables)
     return data, condition.exit

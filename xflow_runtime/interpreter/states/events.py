@@ -57,7 +57,7 @@ async def _all_events(state: EventState, data: Any, run: "Instance", scope: str,
 async def _consume(run: "Instance", entry: OnEvents, events: list[tuple[Any, dict[str, Any]]], data: Any,
                    scope: str, timeouts: Timeouts) -> Any:
     for definition, message in events:
-        run.record("event_consumed", event=definition.name, id=message.get("id"))
+        run.record("event_consumed", event_name=definition.name, id=message.get("id"))
         data = merge_event_payload(data, entry.filter, payload(message, definition), definition.name, run.variables)
     if entry.actions:
         data = await run.run_actions(entry.actions, data, entry.action_mode, scope, timeouts)
@@ -73,7 +73,7 @@ async def callback(state: CallbackState, data: Any, run: "Instance", scope: str)
         run.record("event_timeout", state=state.name)
         return data, None
     definition, message = received
-    run.record("event_consumed", state=state.name, event=definition.name, id=message.get("id"))
+    run.record("event_consumed", state=state.name, event_name=definition.name, id=message.get("id"))
     return merge_event_payload(data, state.event_filter, payload(message, definition), definition.name,
                                run.variables), None
 
