@@ -13,21 +13,21 @@ from xflow_runtime.definition.walk import (
 
 
 def check_references(document: dict[str, Any], report: Reporter) -> None:
-    functions = named(document.get("functions"))
-    retries = named(document.get("retries"))
-    errors = named(document.get("errors"))
+    functions = _names_or_none(document, "functions")
+    retries = _names_or_none(document, "retries")
+    errors = _names_or_none(document, "errors")
     event_kinds = {e["name"]: e.get("kind", "consumed") for e, _ in enumerate_dicts(document.get("events"), "")
                    if isinstance(e.get("name"), str)}
-    events = _EventChecker(event_kinds, report)
+    events = _EventChecker(event_kinds if _names_or_none(document, "events") is not None else None, report)
 
     def function(ref: Any, pointer: str) -> None:
         name = function_ref_name(ref)
-        if name is not None and name not in functions:
+        if functions is not None and name is not None and name not in functions:
             where = pointer if isinstance(ref, str) else join_pointer(pointer, "refName")
             report(where, f"function {name!r} is not defined in functions{did_you_mean(name, functions)}", "XF104")
 
     def error(name: Any, pointer: str) -> None:
-        if isinstance(name, str) and name not in errors:
+        if errors is not None and isinstance(name, str) and name not in errors:
             report(pointer, f"error {name!r} is not defined in errors{did_you_mean(name, errors)}", "XF108")
 
     for state, pointer in states(document):
@@ -39,7 +39,7 @@ def check_references(document: dict[str, Any], report: Reporter) -> None:
             events.use(event_ref.get("triggerEventRef"), join_pointer(event_pointer, "triggerEventRef"), "produced")
             events.use(event_ref.get("resultEventRef"), join_pointer(event_pointer, "resultEventRef"), "consumed")
             retry = action.get("retryRef")
-            if isinstance(retry, str) and retry not in retries:
+            if retries is not None and isinstance(retry, str) and retry not in retries:
                 report(join_pointer(action_pointer, "retryRef"), f"retry strategy {retry!r} is not defined in "
                        f"retries{did_you_mean(retry, retries)}", "XF107")
             for field in ("retryableErrors", "nonRetryableErrors"):
@@ -64,13 +64,19 @@ def check_references(document: dict[str, Any], report: Reporter) -> None:
                 events.use(produced.get("eventRef"), join_pointer(produced_pointer, "eventRef"), "produced")
 
 
+def _names_or_none(document: dict[str, Any], field: str) -> set[str] | None:
+    """Defined names, or None when the section is malformed (the schema reports that instead)."""
+    section = document.get(field)
+    return named(section) if section is None or isinstance(section, list) else None
+
+
 class _EventChecker:
-    def __init__(self, kinds: dict[str, Any], report: Reporter) -> None:
+    def __init__(self, kinds: dict[str, Any] | None, report: Reporter) -> None:
         self.kinds = kinds
         self.report = report
 
     def use(self, name: Any, pointer: str, wanted: str) -> None:
-        if not isinstance(name, str):
+        if self.kinds is None or not isinstance(name, str):
             return
         if name not in self.kinds:
             self.report(pointer, f"event {name!r} is not defined in events{did_you_mean(name, set(self.kinds))}",

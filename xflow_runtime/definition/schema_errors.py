@@ -23,13 +23,22 @@ Finding = tuple[str, str, str, bool]
 _STATE_TYPE = re.compile(r"^/states/\d+/type$")
 
 
-def explain(errors: Iterable[ValidationError]) -> Iterator[Finding]:
-    seen: set[tuple[str, str]] = set()
+def explain(errors: Iterable[ValidationError]) -> list[Finding]:
+    """One finding per distinct problem; of several type mismatches on one value, the fullest."""
+    findings: dict[tuple[str, str], Finding] = {}
+    type_findings: dict[str, Finding] = {}
     for error in errors:
         for finding in _explain(error):
-            if (finding[0], finding[1]) not in seen:
-                seen.add((finding[0], finding[1]))
-                yield finding
+            pointer, message, code, _ = finding
+            if code == "XF053":
+                kept = type_findings.get(pointer)
+                if kept is not None and len(kept[1]) >= len(message):
+                    continue
+                if kept is not None:
+                    findings.pop((pointer, kept[1]), None)
+                type_findings[pointer] = finding
+            findings.setdefault((pointer, message), finding)
+    return list(findings.values())
 
 
 def _explain(error: ValidationError) -> Iterator[Finding]:
@@ -87,7 +96,7 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
     kind, value, instance = error.validator, error.validator_value, error.instance
     if kind == "required":
         for name in _missing(error):
-            yield pointer, f"missing required property {name!r}", "XF052", True
+            yield pointer, f"missing required property {name!r}{_rule(error)}", "XF052", True
     elif kind == "additionalProperties" and isinstance(instance, dict):
         known = sorted((error.schema or {}).get("properties", {}))
         patterns = list((error.schema or {}).get("patternProperties", {}))
@@ -97,6 +106,8 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
                        f"{_suggest(key, known)}", "XF051", True)
     elif kind == "type":
         yield pointer, f"found {_describe(instance)}, expected {_join(_as_list(value), 'or')}", "XF053", False
+    elif kind == "const" and _rule(error):
+        yield pointer, f"{_show(instance)} is not allowed here{_rule(error)}", "XF054", False
     elif kind in ("enum", "const"):
         allowed = [str(v) for v in _allowed_values(error)]
         code = "XF055" if _STATE_TYPE.match(pointer) else "XF054"
@@ -114,6 +125,15 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _rule(error: ValidationError) -> str:
+    """The schema's own words for a conditional rule (not the description of a whole object)."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    description = schema.get("description")
+    if not isinstance(description, str) or "properties" in schema or len(description) > 200:
+        return ""
+    return f": {description.rstrip('.')}"
+
+
 def _is_root_type(error: ValidationError, depth: int) -> bool:
     return error.validator == "type" and len(error.absolute_path) == depth
 
