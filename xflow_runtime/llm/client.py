@@ -168,3 +168,20 @@ def _cost(litellm: Any, response: Any, model: str) -> float | None:
         return float(litellm.completion_cost(completion_response=response, model=model))
     except Exception:  # a model missing from litellm's price list has no known cost
         return None
+
+
+_default_client: LLMClient | None = None
+
+
+def configure_default_client(client: LLMClient | LLMSettings | None) -> None:
+    """Set the client AI states use when the runtime provides none (``services["llm"]``).
+    ``xflow run --llm-script`` uses this to answer from the scripted model server."""
+    global _default_client
+    _default_client = LLMClient(client) if isinstance(client, LLMSettings) else client
+
+
+def default_client() -> LLMClient:
+    global _default_client
+    if _default_client is None:
+        _default_client = LLMClient()
+    return _default_client

@@ -1,0 +1,124 @@
+"""The ``aiagent`` state handler (registered with the interpreter on import; litellm is imported
+only when the first LLM call is made).
+
+One state visit is a conversation of one or more turns:
+
+1. render ``systemMessage`` and ``userMessage`` against the state data;
+2. load the history window, run the turn (:mod:`xflow_runtime.agent.turn`), store the turn;
+3. bind ``$agentOutcome``, pick the outcome, merge its data;
+4. ``finish: true`` (or no outcome matched) → leave by the outcome's transition or the state's;
+   ``finish: false`` → report the reply (``agent_reply`` history record) and wait durably for the
+   next user message on topic :data:`USER_MESSAGE_TOPIC`, then go to 2 with that message.
+
+The wait is bounded by the state's ``timeouts.eventTimeout`` when set (then ``code: timeout``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from xflow_runtime.agent.conversation import conversations_for
+from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
+from xflow_runtime.agent.turn import Counters, Turn
+from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.registry import register_state_handler
+from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
+from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter, UnsupportedState
+from xflow_runtime.plan.model import Exit
+
+#: Topic of the messages a user sends to a waiting agent conversation (``Runtime.send_message``).
+USER_MESSAGE_TOPIC = "user-message"
+NO_OUTCOME = "AgentNoOutcome"
+
+
+async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+    store = conversations_for(run)
+    chat_scope = state.memory.scope(agent=state.agent_name, instance_id=_root_instance_id(run), data=data,
+                                    variables=run.variables)
+    policy = state.memory.policy
+    model = _model_name(state)
+    counters = Counters()
+    user_text = state.user_message.render(data, run.variables)
+    turn_number = 0
+    while True:
+        turn_number += 1
+        history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
+        system_text = state.system_message.render(data, run.variables)
+        result = await Turn(run, state, data, scope, counters, _client(run)).run_turn(system_text, history, user_text)
+        await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn_number}")
+        agent_outcome = result.outcome()
+        variables = outcome_variables(run.variables, agent_outcome)
+        outcome = select_outcome(state.outcomes, data, variables)
+        if outcome is None:
+            if state.exit is None:
+                raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no "
+                                    "transition or end", name=NO_OUTCOME, code=NO_OUTCOME)
+            return _finish(state, apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
+        data = apply_outcome_filter(outcome.filter, data, agent_outcome, variables)
+        if outcome.finish:
+            return _finish(state, data, run), outcome.exit
+        run.record("agent_reply", state=state.name, turn=turn_number, reply=reply_text(agent_outcome),
+                   outcome=agent_outcome)
+        message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
+        if message is None:
+            raise WorkflowError(f"agent '{state.agent_name}': no user message within "
+                                f"{state.timeouts.event:g} s", name="timeout", code="timeout")
+        user_text = message_text(message)
+
+
+async def handle_unsupported(state: UnsupportedState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+    raise WorkflowError(state.reason, code="unsupportedState")
+
+
+def reply_text(agent_outcome: Mapping[str, Any]) -> str:
+    """What a chat user sees: ``returnValues.response`` when it is text, else the final answer."""
+    values = agent_outcome.get("returnValues")
+    if isinstance(values, Mapping) and isinstance(values.get("response"), str):
+        return values["response"]
+    return str(agent_outcome.get("log") or "")
+
+
+def message_text(message: Any) -> str:
+    """A user message as sent: a string, or an object with ``text`` (or ``content``/``message``)."""
+    if isinstance(message, str):
+        return message
+    if isinstance(message, Mapping):
+        for key in ("text", "content", "message"):
+            if isinstance(message.get(key), str):
+                return message[key]
+    raise WorkflowError(f"a user message must be a string or {{text: …}}, got {type(message).__name__}",
+                        code="AgentMessageInvalid")
+
+
+def _finish(state: AIAgentState, data: Any, run: Any) -> Any:
+    return data if state.data_filter is None else state.data_filter.evaluate(data, run.variables)
+
+
+def _client(run: Any) -> LLMClient:
+    configured = (getattr(run.context, "services", None) or {}).get("llm")
+    if isinstance(configured, LLMClient):
+        return configured
+    if isinstance(configured, LLMSettings):
+        client = LLMClient(configured)
+        run.context.services["llm"] = client
+        return client
+    return default_client()
+
+
+def _root_instance_id(run: Any) -> str:
+    while getattr(run, "parent", None) is not None:
+        run = run.parent
+    return run.instance_id
+
+
+def _model_name(state: AIAgentState) -> str:
+    from xflow_runtime.agent.turn import targets_of
+
+    return targets_of(state.llm)[0].model
+
+
+_DEFAULT = OutcomeFilter()  # no outcome matched: returnValues merged at the top level
+
+register_state_handler("aiagent", handle_aiagent)
+for _type in ("aiagentproxy", "userproxyagent", "usertask"):
+    register_state_handler(_type, handle_unsupported)

@@ -1,0 +1,106 @@
+"""Executing the tool calls of one model reply: validate, call, validate, answer.
+
+Every call the model makes gets exactly one ``tool`` message back (OpenAI requires it), in the
+order of the calls. Problems are reported to the model as the tool result, so it can correct
+itself, instead of failing the state (``specs/agent.md``, "Tools"):
+
+- unknown tool, arguments that are not a JSON object, or arguments that break the tool's
+  ``parameters`` schema → ``{"error": …}``, the function is not called;
+- the function fails → ``{"error": {"code", "message"}}``;
+- its result breaks the tool's ``output`` schema → ``{"error": …}``.
+
+The calls of one reply run concurrently (``asyncio.gather``); each function call is its own
+recorded step named ``<scope>/tool:<n>:<tool name>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from xflow_runtime.interpreter.actions import invoke
+from xflow_runtime.interpreter.failures import Failure
+from xflow_runtime.plan.agent import AIAgentState
+from xflow_runtime.plan.model import Action
+
+
+@dataclass
+class ToolRun:
+    """One executed (or refused) tool call: what ``$agentOutcome.toolCalls`` lists."""
+
+    id: str
+    name: str
+    arguments: Any
+    result: Any = None
+    error: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def message(self) -> dict[str, Any]:
+        content = self.result if self.ok else {"error": self.error}
+        return {"role": "tool", "tool_call_id": self.id, "content": json.dumps(content, ensure_ascii=False)}
+
+    def to_dict(self) -> dict[str, Any]:
+        entry = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        entry.update({"result": self.result} if self.ok else {"error": self.error})
+        return entry
+
+
+async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
+                             first_number: int) -> list[ToolRun]:
+    """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit."""
+    return list(await asyncio.gather(*(
+        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}")
+        for index, call in enumerate(calls)
+    )))
+
+
+def refused(call: dict[str, Any], reason: str) -> ToolRun:
+    """A call answered without running it (e.g. the tool budget is spent)."""
+    return ToolRun(id=call["id"], name=call["function"]["name"], arguments=_arguments_or_text(call), error=reason)
+
+
+async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str) -> ToolRun:
+    name = call["function"]["name"]
+    entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
+    tool = state.tool(name)
+    if tool is None:
+        entry.error = f"unknown tool {name!r}; available: {', '.join(t.name for t in state.tools) or 'none'}"
+        return entry
+    if isinstance(entry.arguments, str):
+        entry.error = "arguments are not valid JSON"
+        return entry
+    if not isinstance(entry.arguments, dict):
+        entry.error = "arguments must be a JSON object"
+        return entry
+    problems = tool.parameters.errors(entry.arguments)
+    if problems:
+        entry.error = "invalid arguments: " + "; ".join(problems)
+        return entry
+    try:
+        result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # reported to the model, which may recover
+        failure = Failure.from_exception(exc)
+        entry.error = {"code": failure.code, "message": failure.message}
+        return entry
+    if tool.output is not None:
+        problems = tool.output.errors(result)
+        if problems:
+            entry.error = "the tool's result does not match its output schema: " + "; ".join(problems)
+            return entry
+    entry.result = result
+    return entry
+
+
+def _arguments_or_text(call: dict[str, Any]) -> Any:
+    text = call["function"].get("arguments") or "{}"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # kept as text: reported as "arguments are not valid JSON"
