@@ -118,7 +118,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> HistorySummary:
         elif event == WORKFLOW_FAILED:
             summary.error = record.get("error")
         elif event == EVENT_PRODUCED:
-            summary.produced_events.append({k: record.get(k) for k in ("event", "type", "id")})
+            summary.produced_events.append({k: record.get(k) for k in ("event_name", "type", "id")})
         elif event == STATE_ENTERED and state is not None:
             visit = StateVisit(state=state, entered_at=record["at"], input=record.get("input"))
             open_visits[state] = visit

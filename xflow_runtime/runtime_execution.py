@@ -133,7 +133,7 @@ class LocalInstance:
         return self.task.done()
 
     def deliver(self, topic: str, payload: Any) -> None:
-        self.engine.deliver(topic, payload)
+        self.engine.send(topic, payload)
 
     async def result(self) -> Any:
         return await asyncio.shield(self.task)
