@@ -1,0 +1,61 @@
+"""50 writers × 100 turns appended to one memoryId at once, through several ChatMemory objects
+(as several runtime instances would): no turn lost, sequences gapless, every turn contiguous,
+every writer's turns in its own order."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from xflow_runtime.memory.chat import ChatMemory, ChatScope
+
+WRITERS, TURNS, MEMORIES = 50, 100, 5
+SCOPE = ChatScope(agent="bot", session="shared", user="u", tenant="t")
+
+
+async def hammer(url: str) -> list[dict]:
+    memories = [ChatMemory.open(url) for _ in range(MEMORIES)]
+    try:
+        async def writer(w: int) -> None:
+            memory = memories[w % MEMORIES]
+            for t in range(TURNS):
+                await memory.append_turn(SCOPE, [
+                    {"role": "user", "content": f"{w}:{t}"},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{w}_{t}", "type": "function",
+                         "function": {"name": "f", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"c{w}_{t}", "content": f"{w}:{t}"},
+                    {"role": "assistant", "content": f"{w}:{t}"}], model="gpt-4o")
+
+        await asyncio.gather(*(writer(w) for w in range(WRITERS)))
+        (chat,) = await memories[0].list_chats(tenant="t")
+        assert chat.message_count == WRITERS * TURNS * 4
+        return await memories[0].history(chat.id, tenant="t")
+    finally:
+        for memory in memories:
+            memory.close()
+
+
+def check(history: list[dict]) -> None:
+    assert len(history) == WRITERS * TURNS * 4
+    next_turn = [0] * WRITERS
+    for start in range(0, len(history), 4):
+        block = history[start:start + 4]
+        w, t = map(int, block[0]["content"].split(":"))
+        assert [m["role"] for m in block] == ["user", "assistant", "tool", "assistant"]
+        assert block[2]["content"] == block[3]["content"] == f"{w}:{t}"  # the turn is contiguous
+        assert t == next_turn[w]  # and in its writer's order
+        next_turn[w] += 1
+    assert next_turn == [TURNS] * WRITERS
+
+
+@pytest.mark.slow
+async def test_concurrent_writers_on_sqlite(sqlite_url: str) -> None:
+    check(await hammer(sqlite_url))
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+async def test_concurrent_writers_on_postgres(postgres_database_url: str) -> None:
+    check(await hammer(postgres_database_url))
