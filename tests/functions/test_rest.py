@@ -203,3 +203,24 @@ async def test_one_client_is_shared_per_context(server, context):
     first = context.client()
     await invoke_function(fn, None, context=context)
     assert context.client() is first
+
+
+@pytest.mark.parametrize("operation", [
+    {"/p": {"get": {"parameters": [{"in": "query"}]}}},
+    {"/p": {"get": {"parameters": {"name": "x"}}}},
+    {"/p": {"get": "not an operation"}},
+    {"/p": {"post": {"parameters": [{"name": "f", "in": "formData"}]}}},
+    {"/p": {"get": {"parameters": [{"$ref": "other.yaml#/x"}]}}},
+])
+async def test_malformed_inline_operations_are_configuration_errors(context, operation):
+    with pytest.raises(WorkflowError) as caught:
+        await invoke_function(rest("bad", operation, {"baseUrl": "http://x.invalid"}), {}, context=context)
+    assert caught.value.code == "ConfigurationError"
+
+
+async def test_unparsable_document_is_a_configuration_error(context, tmp_path):
+    (tmp_path / "broken.yaml").write_text("paths: [unclosed")
+    with pytest.raises(WorkflowError) as caught:
+        await invoke_function(rest("f", "broken.yaml#op", base_dir=str(tmp_path)), None, context=context)
+    assert caught.value.code == "ConfigurationError"
+    assert "does not parse" in str(caught.value)

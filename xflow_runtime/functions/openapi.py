@@ -123,10 +123,18 @@ def _index(location: str, raw: Any, *, base_url: str | None) -> OpenApiDocument:
 def _operation(raw: Mapping[str, Any], path: str, item: Mapping[str, Any], method: str,
                document_servers: tuple[str, ...], base_url: str | None = None) -> RestOperation:
     spec = item[method] or {}
+    if not isinstance(spec, Mapping):
+        raise WorkflowError(f"{method.upper()} {path}: the operation must be an object", code=CONFIGURATION_ERROR)
     parameters: dict[tuple[str, str], Parameter] = {}
     for source in (item.get("parameters") or [], spec.get("parameters") or []):  # operation level wins
+        if not isinstance(source, list):
+            raise WorkflowError(f"{method.upper()} {path}: 'parameters' must be a list", code=CONFIGURATION_ERROR)
         for entry in source:
             entry = _resolve(raw, entry)
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise WorkflowError(
+                    f"{method.upper()} {path}: every parameter needs a string 'name'", code=CONFIGURATION_ERROR,
+                )
             location = entry.get("in")
             if location not in LOCATIONS:
                 raise WorkflowError(
