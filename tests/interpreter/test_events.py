@@ -1,0 +1,195 @@
+"""Event states, event switch, callback, correlation, produced events, eventRef actions."""
+
+from tests.interpreter.support import History, event, run
+
+EVENTS = """
+events:
+- {name: A, type: a.type, source: src}
+- {name: B, type: b.type, source: src}
+- {name: Out, type: out.type, kind: produced}
+"""
+
+
+async def test_exclusive_event_state_runs_only_the_matching_entry():
+    calls = []
+    result = await run(EVENTS + """
+functions: [{name: f, type: custom, operation: f}]
+states:
+- name: wait
+  type: event
+  onEvents:
+  - {eventRefs: [A], actions: [{name: onA, functionRef: {refName: f, arguments: {which: a}}}]}
+  - {eventRefs: [B], actions: [{name: onB, functionRef: {refName: f, arguments: {which: b}}}]}
+  end: true
+""", {}, events=[event("b.type", "src", {"b": 1}), event("a.type", "src", {"a": 1})],
+        functions={"f": lambda args: calls.append(args["which"]) or {"ran": args["which"]}})
+    assert calls == ["b"]
+    assert result.output == {"b": 1, "ran": "b"}
+
+
+async def test_non_exclusive_waits_for_all_events_with_correlation():
+    calls = []
+    result = await run("""
+events:
+- {name: App, type: application, source: college, correlation: [{contextAttributeName: applicantId}]}
+- {name: Sat, type: satscores, source: college, correlation: [{contextAttributeName: applicantId}]}
+functions: [{name: finalize, type: custom, operation: f}]
+states:
+- name: finalize
+  type: event
+  exclusive: false
+  onEvents:
+  - eventRefs: [App, Sat]
+    actions: [{functionRef: finalize}]
+  end: true
+""", {}, events=[
+        event("application", "college", {"app": 1}, applicantId="id1"),
+        event("satscores", "college", {"sat": "other"}, applicantId="id2"),  # another applicant: ignored
+        event("satscores", "college", {"sat": 1500}, applicantId="id1"),
+    ], functions={"finalize": lambda args: calls.append(dict(args)) or None})
+    assert calls == [{"app": 1, "sat": 1500}]
+    assert result.output == {"app": 1, "sat": 1500}
+
+
+async def test_correlation_with_a_literal_value_filters_events():
+    result = await run("""
+events:
+- {name: E, type: t, source: s, correlation: [{contextAttributeName: region, contextAttributeValue: eu}]}
+states:
+- {name: wait, type: event, onEvents: [{eventRefs: [E]}], end: true}
+""", {}, events=[event("t", "s", {"r": "us"}, region="us"), event("t", "s", {"r": "eu"}, region="eu")])
+    assert result.output == {"r": "eu"}
+
+
+async def test_data_only_false_exposes_the_envelope_to_filters():
+    result = await run("""
+events: [{name: E, type: t, source: s, dataOnly: false}]
+states:
+- name: wait
+  type: event
+  onEvents: [{eventRefs: [E], eventDataFilter: {data: "${ {patient: .patientId, payload: .data} }"}}]
+  end: true
+""", {}, events=[event("t", "s", {"bpm": 80}, patientId="p1")])
+    assert result.output == {"patient": "p1", "payload": {"bpm": 80}}
+
+
+async def test_event_timeout_moves_on_without_running_actions():
+    calls = []
+    result = await run(EVENTS + """
+functions: [{name: f, type: custom, operation: f}]
+states:
+- {name: first, type: inject, data: {x: 1}, transition: wait}
+- name: wait
+  type: event
+  timeouts: {eventTimeout: PT5M}
+  onEvents: [{eventRefs: [A], actions: [{functionRef: f}]}]
+  transition: after
+- {name: after, type: inject, data: {after: true}, end: true}
+""", {}, functions={"f": lambda _: calls.append(1)})
+    assert calls == [] and result.output == {"x": 1, "after": True}
+
+
+async def test_use_data_false_merges_nothing():
+    result = await run(EVENTS + """
+states:
+- {name: wait, type: event, onEvents: [{eventRefs: [A], eventDataFilter: {useData: false}}], end: true}
+""", {"keep": 1}, events=[event("a.type", "src", {"a": 1})])
+    assert result.output == {"keep": 1}
+
+
+EVENT_SWITCH = EVENTS + """
+states:
+- {name: start, type: inject, data: {}, transition: decide}
+- name: decide
+  type: switch
+  timeouts: {eventTimeout: PT1H}
+  eventConditions:
+  - {eventRef: A, transition: gotA, eventDataFilter: {toStateData: .fromA}}
+  - {eventRef: B, transition: gotB}
+  defaultCondition: {transition: none}
+- {name: gotA, type: inject, data: {route: A}, end: true}
+- {name: gotB, type: inject, data: {route: B}, end: true}
+- {name: none, type: inject, data: {route: default}, end: true}
+"""
+
+
+async def test_event_switch_takes_the_first_arriving_event_and_its_filter():
+    result = await run(EVENT_SWITCH, {}, events=[event("a.type", "src", {"v": 1}), event("b.type", "src", {})])
+    assert result.output == {"fromA": {"v": 1}, "route": "A"}
+
+
+async def test_event_switch_timeout_takes_the_default():
+    assert (await run(EVENT_SWITCH, {})).output == {"route": "default"}
+
+
+async def test_callback_runs_the_action_then_merges_the_callback_event():
+    result = await run("""
+events: [{name: Done, type: credit.done, source: credit}]
+functions: [{name: start, type: custom, operation: start}]
+states:
+- name: check
+  type: callback
+  action: {functionRef: start}
+  eventRef: Done
+  eventDataFilter: {toStateData: .decision}
+  end: true
+""", {"customer": 1}, functions={"start": lambda _: {"requested": True}},
+        events=[event("credit.done", "credit", {"approved": True})])
+    assert result.output == {"customer": 1, "requested": True, "decision": {"approved": True}}
+
+
+async def test_produce_events_on_end_use_the_filtered_output():
+    sink = []
+    result = await run(EVENTS + """
+states:
+- name: s
+  type: inject
+  data: {orders: [1, 2]}
+  stateDataFilter: {output: "${ {provisioned: .orders} }"}
+  end:
+    produceEvents: [{eventRef: Out, data: "${ .provisioned }", contextAttributes: {tenant: acme}}]
+""", {}, event_sink=sink.append)
+    assert [e["data"] for e in result.produced_events] == [[1, 2]]
+    produced = sink[0]
+    assert produced["type"] == "out.type" and produced["tenant"] == "acme" and produced["specversion"] == "1.0"
+    assert produced["source"] == "/xflow/test" and produced["id"]
+
+
+async def test_event_ref_action_emits_the_trigger_and_returns_the_result_event():
+    result = await run("""
+events:
+- {name: Ask, type: vet.ask, kind: produced}
+- {name: Answer, type: vet.answer, source: vet}
+states:
+- name: book
+  type: operation
+  actions:
+  - eventRef: {triggerEventRef: Ask, resultEventRef: Answer, data: "${ .patient }"}
+    actionDataFilter: {results: "${ .appointment }", toStateData: .appointment}
+  end: true
+""", {"patient": {"name": "Rex"}}, events=[event("vet.answer", "vet", {"appointment": {"at": "noon"}})])
+    assert result.output == {"patient": {"name": "Rex"}, "appointment": {"at": "noon"}}
+    assert result.produced_events[0]["data"] == {"name": "Rex"}
+
+
+async def test_event_ref_result_timeout_is_a_timeout_error():
+    result = await run("""
+events:
+- {name: Ask, type: vet.ask, kind: produced}
+- {name: Answer, type: vet.answer, source: vet}
+states:
+- name: book
+  type: operation
+  actions: [{eventRef: {triggerEventRef: Ask, resultEventRef: Answer, resultEventTimeout: PT1M}}]
+  end: true
+""", {})
+    assert result.status == "failed" and result.error["code"] == "timeout"
+
+
+async def test_events_arriving_before_their_state_are_kept():
+    result = await run(EVENTS + """
+states:
+- {name: first, type: event, onEvents: [{eventRefs: [A]}], transition: second}
+- {name: second, type: event, onEvents: [{eventRefs: [B]}], end: true}
+""", {}, events=[event("b.type", "src", {"b": 1}), event("a.type", "src", {"a": 1})])
+    assert result.output == {"a": 1, "b": 1}
