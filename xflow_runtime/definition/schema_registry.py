@@ -74,7 +74,10 @@ def schema_id(name: str = ROOT_SCHEMA) -> str:
 
 @functools.cache
 def registry() -> "referencing.Registry[Any]":
-    """A registry holding every schema under its ``$id`` (no network access)."""
+    """A registry holding every schema under its ``$id``, plus the JSON Schema meta-schemas
+    (inline schemas such as an agent's ``output`` are checked against the 2020-12 one). No network
+    access."""
+    from jsonschema_specifications import REGISTRY as META_SCHEMAS
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
@@ -82,7 +85,7 @@ def registry() -> "referencing.Registry[Any]":
         (document["$id"], Resource.from_contents(document, default_specification=DRAFT202012))
         for document in _load_schema_files().values()
     ]
-    return Registry().with_resources(resources).crawl()
+    return Registry().with_resources(resources).combine(META_SCHEMAS).crawl()
 
 
 @functools.cache
