@@ -48,6 +48,11 @@ class Reply:
 Handler = Callable[[Recorded], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that time out or vanish mid-reply are part of the tests
+
+
 class RecordingServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
@@ -55,6 +60,8 @@ class RecordingServer:
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, like real servers
+
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
@@ -85,7 +92,7 @@ class RecordingServer:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -224,3 +224,15 @@ async def test_unparsable_document_is_a_configuration_error(context, tmp_path):
         await invoke_function(rest("f", "broken.yaml#op", base_dir=str(tmp_path)), None, context=context)
     assert caught.value.code == "ConfigurationError"
     assert "does not parse" in str(caught.value)
+
+
+def test_context_reused_from_successive_event_loops(server):
+    """A runtime may call asyncio.run per workflow run while keeping one FunctionContext."""
+    import asyncio
+
+    server.route("GET", "/a", Reply(200, {"n": 1}))
+    ctx = FunctionContext()
+    fn = rest("a", {"/a": {"get": {}}}, {"baseUrl": server.url})
+    assert asyncio.run(invoke_function(fn, None, context=ctx)) == {"n": 1}
+    assert asyncio.run(invoke_function(fn, None, context=ctx)) == {"n": 1}
+    asyncio.run(ctx.aclose())

@@ -140,6 +140,7 @@ class FunctionContext:
         self.tokens: dict[tuple[Any, ...], Any] = {}
         self.token_locks: dict[tuple[Any, ...], asyncio.Lock] = {}
         self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def expression_variables(self) -> dict[str, Any]:
@@ -147,7 +148,14 @@ class FunctionContext:
         return {"SECRETS": self.secrets, "CONST": self.constants}
 
     def client(self) -> "httpx.AsyncClient":
-        """The shared HTTP client, created on first use."""
+        """The shared HTTP client, created on first use (call it from the event loop that uses it).
+
+        A client's connections belong to one event loop; when a context is reused from another
+        loop (e.g. successive ``asyncio.run`` calls), a new client is made for that loop.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is not loop:
+            self._client, self.token_locks = None, {}  # the old loop's client cannot be awaited here
         if self._client is None or self._client.is_closed:
             import httpx
 
@@ -157,12 +165,14 @@ class FunctionContext:
                 self._client = self.http.client_factory(timeout)
             else:
                 self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=self.http.follow_redirects)
+            self._client_loop = loop
         return self._client
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        client, self._client = self._client, None
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.aclose()
+        # A client of another (finished) loop cannot be closed from here; its sockets went with it.
 
     async def __aenter__(self) -> "FunctionContext":
         return self
