@@ -41,11 +41,13 @@ def compile_plan(document: Mapping[str, Any], *, base_dir: str | None = None,
     if not isinstance(raw_states, list) or not raw_states:
         raise invalid("/states", "a workflow needs at least one state")
     names = [state.get("name") if isinstance(state, Mapping) else None for state in raw_states]
+    seen: set[str] = set()
     for i, name in enumerate(names):
         if not isinstance(name, str) or not name:
             raise invalid(f"/states/{i}", "a state needs a 'name'")
-        if names.index(name) != i:
+        if name in seen:
             raise invalid(f"/states/{i}/name", f"state name {name!r} is used twice")
+        seen.add(name)
 
     auth_defs = {item["name"]: item for item in as_list(document.get("auth"), "/auth") if isinstance(item, Mapping)}
     functions = {}
@@ -81,9 +83,9 @@ def compile_plan(document: Mapping[str, Any], *, base_dir: str | None = None,
         (top_timeouts_raw or {}).get("workflowExecTimeout"), "/timeouts/workflowExecTimeout")
     if wf_timeout and wf_timeout.run_before is not None:
         ctx.state_name(wf_timeout.run_before, "/timeouts/workflowExecTimeout/runBefore")
-    for name, state in states.items():
+    for index, state in enumerate(states.values()):
         if state.compensated_by is not None:
-            ctx.state_name(state.compensated_by, f"/states/{names.index(name)}/compensatedBy")
+            ctx.state_name(state.compensated_by, f"/states/{index}/compensatedBy")
 
     version = document.get("version")
     constants = document.get("constants") or {}
