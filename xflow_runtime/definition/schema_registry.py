@@ -74,10 +74,7 @@ def schema_id(name: str = ROOT_SCHEMA) -> str:
 
 @functools.cache
 def registry() -> "referencing.Registry[Any]":
-    """A registry holding every schema under its ``$id``, plus the JSON Schema meta-schemas
-    (inline schemas such as an agent's ``output`` are checked against the 2020-12 one). No network
-    access."""
-    from jsonschema_specifications import REGISTRY as META_SCHEMAS
+    """A registry holding every schema under its ``$id`` (no network access)."""
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
@@ -85,7 +82,7 @@ def registry() -> "referencing.Registry[Any]":
         (document["$id"], Resource.from_contents(document, default_specification=DRAFT202012))
         for document in _load_schema_files().values()
     ]
-    return Registry().with_resources(resources).combine(META_SCHEMAS).crawl()
+    return Registry().with_resources(resources).crawl()
 
 
 @functools.cache
