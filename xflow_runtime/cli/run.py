@@ -226,8 +226,8 @@ class ProgressPrinter:
     def __call__(self, record: dict[str, Any]) -> None:
         if self.started is None:
             self.started = record["at"]
-        if record["kind"] in ("state.entered", "state.failed"):
-            mark = "→" if record["kind"] == "state.entered" else "✗"
+        if record.get("event") in ("state_entered", "state_failed") and record.get("state"):
+            mark = "→" if record["event"] == "state_entered" else "✗"
             elapsed = record["at"] - self.started
             print(f"  {mark} {record.get('state')}  +{elapsed:.3f}s", file=self.stream, flush=True)
 

@@ -22,8 +22,10 @@ Importing this module imports DBOS: only the durable paths import it.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -140,6 +142,34 @@ def _picklable(error: Exception) -> Exception:
                              name=getattr(error, "name", None) if isinstance(getattr(error, "name", None), str) else None)
 
 
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record is logged. DBOS's own console handler
+    keeps the stream of the moment it was created, which breaks once an embedder (or a test
+    harness) swaps and closes that stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def _attach_log_handler() -> None:
+    """Give DBOS's logger our handler before DBOS adds its own (it only adds one to a logger
+    that has none)."""
+    dbos_logger = logging.getLogger("dbos")
+    if not any(isinstance(h, _CurrentStderrHandler) for h in dbos_logger.handlers):
+        handler = _CurrentStderrHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)8s] dbos: %(message)s", "%H:%M:%S"))
+        dbos_logger.addHandler(handler)
+        dbos_logger.propagate = False
+
+
 def sqlite_url(directory: str | os.PathLike[str] = ".xflow") -> str:
     path = Path(directory).resolve() / "xflow.sqlite"
     return f"sqlite:///{path}"
@@ -207,6 +237,7 @@ class DurableEngine:
             "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"),
             "notification_listener_polling_interval_sec": 0.05,
         }
+        _attach_log_handler()
         try:
             DBOS(config=config)
             DBOS.launch()
