@@ -19,7 +19,7 @@ from xflow_runtime.definition.lint import run_lint
 from xflow_runtime.definition.reader import ParsedSource, parse_source, read_path
 from xflow_runtime.definition.references import ReferenceContext, resolve_data_input_schema, resolve_references
 from xflow_runtime.definition.schema_errors import explain, json_type
-from xflow_runtime.definition.source_map import DocumentMap
+from xflow_runtime.definition.source_map import DocumentMap, SourceMap
 from xflow_runtime.errors import DefinitionError
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -44,6 +44,7 @@ class CheckResult:
     diagnostics: list[Diagnostic]
     source_name: str
     base_dir: Path
+    document_map: DocumentMap | None = field(default=None, repr=False)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -65,7 +66,8 @@ def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | No
         raise DefinitionError(result.diagnostics)
     plan = None
     if compile:
-        plan, plan_problems = build_plan(result.document, result.base_dir, result.source_name)
+        plan, plan_problems = build_plan(result.document, result.base_dir, result.source_name,
+                                         result.document_map)
         if plan_problems:
             raise DefinitionError(result.diagnostics + plan_problems)
     return LoadedWorkflow(result.document, result.diagnostics, result.source_name, result.base_dir, plan)
@@ -84,7 +86,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
                                     "error", "XF008"))
         value = None
     if value is None:  # duplicate keys and non-JSON values still give a value: keep checking it
-        return CheckResult(None, _finish(collected), name, folder)
+        return CheckResult(None, _finish(collected), name, folder, document_map)
 
     schema_pointers: set[str] = set()
 
@@ -108,7 +110,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     run_lint(value, report)
     if errors_in(collected):  # reachability over a broken graph is noise until the errors are fixed
         collected = [d for d in collected if d.code != "XF119"]
-    return CheckResult(value, _finish(collected), name, folder)
+    return CheckResult(value, _finish(collected), name, folder, document_map)
 
 
 def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool = True) -> list[Diagnostic]:
@@ -118,29 +120,40 @@ def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool
         result = check_workflow(Path(path), source_name=str(path))
         found.extend(result.diagnostics)
         if compile and result.document is not None and not result.errors:
-            found.extend(build_plan(result.document, result.base_dir, result.source_name)[1])
+            found.extend(build_plan(result.document, result.base_dir, result.source_name,
+                                    result.document_map)[1])
     return found
 
 
-def build_plan(document: dict[str, Any], base_dir: Path, source_name: str) -> tuple[Any, list[Diagnostic]]:
-    """Compile the plan (``xflow_runtime.plan.compile_plan``); its complaints become diagnostics."""
+def build_plan(document: dict[str, Any], base_dir: Path, source_name: str,
+               document_map: DocumentMap | None = None) -> tuple[Any, list[Diagnostic]]:
+    """Compile the plan (``xflow_runtime.plan.compile_plan``); its complaints become diagnostics.
+
+    The plan compiler sees only documents that passed every check here, so a complaint from it
+    means this loader missed a rule (XF060), and a crash is a bug (XF199) — reported, not raised.
+    """
     try:
         from xflow_runtime.plan import compile_plan
     except ImportError:  # the plan package is optional while the runtime is being assembled
         return None, []
+    locate = document_map or DocumentMap(SourceMap(source_name))
     try:
         return compile_plan(document, base_dir=str(base_dir), source_name=source_name), []
     except DefinitionError as exc:
-        return None, [_plan_diagnostic(item, source_name) for item in exc.diagnostics]
+        return None, [_plan_diagnostic(item, locate, "XF060") for item in exc.diagnostics]
+    except Exception as exc:  # noqa: BLE001 - a user must see a diagnostic, not a traceback
+        return None, [_plan_diagnostic(f"internal error while compiling the plan: {type(exc).__name__}: {exc}",
+                                       locate, "XF199")]
 
 
-def _plan_diagnostic(item: Any, source_name: str) -> Diagnostic:
+def _plan_diagnostic(item: Any, document_map: DocumentMap, code: str) -> Diagnostic:
     if isinstance(item, Diagnostic):
         return item
     text = str(item)
     match = re.match(r"^(/\S*): (.*)$", text, re.DOTALL)
     pointer, message = (match.group(1), match.group(2)) if match else ("", text)
-    return Diagnostic(source_name, 0, 0, pointer, message, "error", "XF060")
+    file, inner, (line, column) = document_map.resolve(pointer)
+    return Diagnostic(file, line, column, inner, message, "error", code)
 
 
 def _schema_validator(validator: Any) -> Any:
