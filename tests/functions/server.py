@@ -61,6 +61,7 @@ class RecordingServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, like real servers
+            disable_nagle_algorithm = True  # headers and body are separate writes
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
