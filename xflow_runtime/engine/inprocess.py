@@ -169,7 +169,7 @@ async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callab
                                observer=observer, services=dict(services or {}))
     owned_function_context = None
     if context.invoker is None:
-        context.invoker, owned_function_context = _default_invoker(context)
+        context.invoker, owned_function_context = _default_invoker(context, plan)
     try:
         result = await execute(plan, input, port=engine, context=context)
         # Fire-and-forget calls and continuing subflows finish before the run is reported.
@@ -182,13 +182,13 @@ async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callab
             await owned_function_context.aclose()
 
 
-def _default_invoker(context: ExecutionContext) -> tuple[FunctionInvoker | None, Any]:
+def _default_invoker(context: ExecutionContext, plan: WorkflowPlan) -> tuple[FunctionInvoker | None, Any]:
     """``xflow_runtime.functions.invoke_function`` with a fresh FunctionContext, when available."""
     try:
         from xflow_runtime.functions import FunctionContext, invoke_function
     except ImportError:  # the functions package is optional for the interpreter
         return None, None
-    function_context = FunctionContext(secrets=context.secrets)
+    function_context = FunctionContext(secrets=context.secrets, constants=plan.constants)
 
     async def invoker(function: Any, arguments: Any, *, selection_set: str | None) -> Any:
         return await invoke_function(function, arguments, selection_set=selection_set, context=function_context)
