@@ -18,6 +18,9 @@ _EXPORTS: dict[str, str] = {
     "ExpressionError": "xflow_runtime.errors",
     "WorkflowError": "xflow_runtime.errors",
     "WorkflowFailed": "xflow_runtime.errors",
+    "Runtime": "xflow_runtime.runtime",
+    "InstanceHandle": "xflow_runtime.runtime",
+    "run_sync": "xflow_runtime.runtime",
 }
 
 

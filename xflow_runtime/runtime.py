@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
@@ -111,7 +112,7 @@ class Runtime:
 
             engine = DurableEngine(self.database_url, executor_id=self.executor_id)
             # DBOS.launch does blocking database work (migrations, recovery): keep it off our loop.
-            await asyncio.to_thread(engine.launch, self._run_durable_body)
+            await _in_own_thread(engine.launch, self._run_durable_body)
             self._durable = engine
         return self
 
@@ -122,7 +123,10 @@ class Runtime:
         await self._services.aclose()
         if self._durable is not None:
             engine, self._durable = self._durable, None
-            await asyncio.to_thread(engine.shutdown)
+            await _in_own_thread(engine.shutdown)
+            # DBOS made its (now shut down) thread pool this loop's default executor; give the
+            # loop a working one back so the embedder's asyncio.to_thread keeps working.
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
     async def __aenter__(self) -> "Runtime":
         return await self.open()
@@ -209,6 +213,23 @@ class Runtime:
         for target in targets:
             await self._deliver(target, cloud_event)
 
+    async def send_message(self, instance_id: str, message: Any) -> None:
+        """Send the next user message (a string or ``{"text": …}``) to an agent conversation
+        waiting in ``instance_id`` (an ``aiagent`` outcome with ``finish: false``). The agent's
+        answers arrive as ``agent_reply`` history records (``on_history``). See specs/agent.md."""
+        from xflow_runtime.agent import USER_MESSAGE_TOPIC
+
+        await self.open()
+        if self._durable is not None:
+            if await self._durable.status(instance_id) is None:
+                raise UnknownInstance(f"no instance {instance_id!r}")
+            await self._durable.send(instance_id, USER_MESSAGE_TOPIC, message)
+            return
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        instance.deliver(USER_MESSAGE_TOPIC, message)
+
     async def _deliver(self, instance_id: str, cloud_event: dict[str, Any]) -> None:
         topic = execution.event_topic(cloud_event)
         if self._durable is not None:
@@ -270,6 +291,13 @@ class Runtime:
 
     def _history_listeners(self) -> list[EventListener]:
         return [self.on_history] if self.on_history else []
+
+
+async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking DBOS lifecycle work on a thread of its own: not on the loop, and not on the
+    loop's default executor, which DBOS replaces with its own pool and shuts down on destroy."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xflow-lifecycle") as executor:
+        return await asyncio.get_running_loop().run_in_executor(executor, function, *args)
 
 
 def run_sync(workflow: str | Path, input: Any = None, *, engine: EngineName = "inprocess",

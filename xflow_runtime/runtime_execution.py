@@ -76,8 +76,10 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         return await invoke_function(function, arguments, selection_set=selection_set,
                                      context=function_context)
 
+    # Runtime(functions=…) live in the FunctionRegistry behind the invoker, not in
+    # ExecutionContext.functions: that way they follow the calling convention of ``python:``
+    # operations (keyword arguments) and sync ones run in a worker thread, off the event loop.
     context = ExecutionContext(
-        functions=dict(services.runtime.functions),
         invoker=invoke,
         secrets=services.runtime.secrets,
         event_sink=services.runtime.on_event,

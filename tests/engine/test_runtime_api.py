@@ -1,0 +1,169 @@
+"""The embedding API: ``Runtime`` (load once, run many, on either engine) and ``run_sync``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import xflow_runtime
+from xflow_runtime import Runtime, WorkflowFailed, run_sync
+from xflow_runtime.errors import XFlowError
+
+APPROVAL = """
+id: approval
+specVersion: "0.8"
+start: Charge
+events:
+  - {name: Approved, type: approval.given, source: /people}
+functions:
+  - {name: charge, type: custom, operation: charge}
+states:
+  - name: Charge
+    type: operation
+    actions:
+      - functionRef: {refName: charge, arguments: {amount: "${ .amount }"}}
+        actionDataFilter: {toStateData: "${ .receipt }"}
+    transition: Wait
+  - name: Wait
+    type: event
+    onEvents:
+      - eventRefs: [Approved]
+        eventDataFilter: {toStateData: "${ .approval }"}
+    timeouts: {eventTimeout: PT30S}
+    end: true
+"""
+
+FAILS = """
+id: fails
+specVersion: "0.8"
+start: Explode
+states:
+  - name: Explode
+    type: inject
+    data: {}
+    stateDataFilter: {output: '${ error("nope") }'}
+    end: true
+"""
+
+APPROVED = {"specversion": "1.0", "type": "approval.given", "source": "/people", "data": {"by": "ana"}}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {"approval": tmp_path / "approval.yaml", "fails": tmp_path / "fails.yaml"}
+    paths["approval"].write_text(APPROVAL)
+    paths["fails"].write_text(FAILS)
+    return paths
+
+
+class Charges:
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def __call__(self, amount: int) -> dict[str, Any]:
+        self.calls.append(amount)
+        return {"charged": amount}
+
+
+def test_the_api_is_exported_lazily() -> None:
+    assert {"Runtime", "InstanceHandle", "run_sync"} <= set(xflow_runtime.__all__)
+    assert xflow_runtime.Runtime is Runtime
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "durable"])
+async def test_load_once_run_many_with_events(engine: str, files, tmp_path: Path) -> None:
+    charges = Charges()
+    async with Runtime(engine, database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                       functions={"charge": charges}) as runtime:
+        plan = runtime.load(files["approval"])
+        assert runtime.load(files["approval"]) is plan  # compiled once
+        handles = [await runtime.start(plan, {"amount": n}) for n in (10, 20)]
+        for handle in handles:
+            await handle.send_event(APPROVED)
+        outputs = [await handle.result() for handle in handles]
+    assert outputs == [{"amount": n, "receipt": {"charged": n}, "approval": {"by": "ana"}} for n in (10, 20)]
+    assert sorted(charges.calls) == [10, 20]
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "durable"])
+async def test_a_failed_instance_raises_workflow_failed(engine: str, files, tmp_path: Path) -> None:
+    async with Runtime(engine, database_url=f"sqlite:///{tmp_path / 's.sqlite'}") as runtime:
+        handle = await runtime.start(runtime.load(files["fails"]), instance_id="will-fail")
+        with pytest.raises(WorkflowFailed) as failed:
+            await handle.result()
+    assert failed.value.instance_id == "will-fail"
+    assert "nope" in failed.value.error["message"]
+
+
+async def test_an_event_sent_before_the_instance_waits_is_kept(files, tmp_path: Path) -> None:
+    charges = Charges()
+    async with Runtime("durable", database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                       functions={"charge": charges}) as runtime:
+        handle = await runtime.start(runtime.load(files["approval"]), {"amount": 1})
+        await runtime.send_event(APPROVED, instance_id=handle.instance_id)
+        assert (await handle.result())["approval"] == {"by": "ana"}
+
+
+async def test_a_restarted_runtime_recovers_its_instances_without_rerunning_steps(files, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    charges = Charges()
+    first = Runtime("durable", database_url=url, functions={"charge": charges})
+    handle = await first.start(first.load(files["approval"]), {"amount": 5}, instance_id="order-5")
+    for _ in range(200):  # wait until it charged and waits for the approval
+        described = await first.describe("order-5")
+        if [s["state"] for s in described["states"]] == ["Charge", "Wait"]:
+            break
+        await asyncio.sleep(0.05)
+    await first.close()  # the process "dies" while the instance waits
+
+    second = Runtime("durable", database_url=url, functions={"charge": charges})
+    async with second:  # opening recovers PENDING instances of executor "local"
+        await second.send_event(APPROVED, instance_id="order-5")
+        assert (await second.instance("order-5").result())["approval"] == {"by": "ana"}
+        described = await second.describe("order-5")
+        listed = await second.list_instances()
+    assert charges.calls == [5]
+    assert [s["state"] for s in described["states"]] == ["Charge", "Wait"]
+    assert [(row["instance_id"], row["status"]) for row in listed] == [("order-5", "SUCCESS")]
+
+
+async def test_waiting_instances_do_not_block_the_callers_event_loop(files, tmp_path: Path) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    async with Runtime("durable", database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                       functions={"charge": Charges()}) as runtime:
+        handle = await runtime.start(runtime.load(files["approval"]), {"amount": 1})
+        ticking = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0.5)  # the instance waits for its event meanwhile
+        ticks_while_waiting = ticks
+        await handle.send_event(APPROVED)
+        await handle.result()
+        ticking.cancel()
+    assert ticks_while_waiting >= 10
+
+
+async def test_unknown_instances_and_inspection_without_records_are_clear_errors(files) -> None:
+    async with Runtime("inprocess") as runtime:
+        with pytest.raises(XFlowError, match="no instance"):
+            await runtime.instance("missing").result()
+        with pytest.raises(XFlowError, match="keeps no records"):
+            await runtime.list_instances()
+
+
+def test_run_sync_runs_one_instance_to_its_output(files) -> None:
+    output = run_sync(files["approval"], {"amount": 3}, functions={"charge": Charges()}, events=[APPROVED])
+    assert output == {"amount": 3, "receipt": {"charged": 3}, "approval": {"by": "ana"}}
+
+
+def test_a_workflow_file_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(XFlowError, match="cannot read workflow file"):
+        Runtime().load(tmp_path / "absent.yaml")
