@@ -27,6 +27,8 @@ STATE_ENTERED = "state_entered"
 STATE_EXITED = "state_exited"
 STATE_FAILED = "state_failed"
 EVENT_PRODUCED = "event_produced"
+#: One LLM call of an AI state: ``{state, model, usage: {prompt_tokens, …, cost}}`` (agent helper).
+LLM_CALL = "llm_call"
 
 
 class HistoryBuffer:
@@ -69,6 +71,15 @@ class StateVisit:
     error: dict[str, Any] | None = None
     exited_at: float | None = None
     usage: dict[str, Any] | None = None
+
+    def add_usage(self, usage: dict[str, Any]) -> None:
+        """Add one LLM call's token counts and cost (``calls`` counts the calls)."""
+        total = dict(self.usage or {})
+        total["calls"] = total.get("calls", 0) + 1
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+        self.usage = total
 
     @property
     def duration(self) -> float | None:
@@ -128,5 +139,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> HistorySummary:
             visit.exited_at = record["at"]
             visit.output = record.get("output")
             visit.error = record.get("error")
-            visit.usage = record.get("usage")
+            visit.usage = record.get("usage") or visit.usage
+        elif event == LLM_CALL and state in open_visits:
+            open_visits[state].add_usage(record.get("usage") or {})
     return summary

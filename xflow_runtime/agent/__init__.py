@@ -1,1 +1,10 @@
-"""agent"""
+"""The ``aiagent`` state: prompt rendering (jq or sandboxed Jinja2), the tool loop, structured
+output, outcomes and multi-turn conversations. ``handler`` registers the state with the
+interpreter; nothing here imports litellm until an LLM call is made. Decisions: ``specs/agent.md``.
+"""
+
+#: Topic of the messages a user sends to an agent conversation waiting in an instance
+#: (``Runtime.send_message``); the payload is a string or ``{"text": …}``.
+USER_MESSAGE_TOPIC = "user-message"
+#: History record reported when an agent answers and waits for the next user message.
+AGENT_REPLY = "agent_reply"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn
@@ -26,8 +27,6 @@ from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter, UnsupportedState
 from xflow_runtime.plan.model import Exit
 
-#: Topic of the messages a user sends to a waiting agent conversation (``Runtime.send_message``).
-USER_MESSAGE_TOPIC = "user-message"
 NO_OUTCOME = "AgentNoOutcome"
 
 
@@ -57,7 +56,7 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
         data = apply_outcome_filter(outcome.filter, data, agent_outcome, variables)
         if outcome.finish:
             return _finish(state, data, run), outcome.exit
-        run.record("agent_reply", state=state.name, turn=turn_number, reply=reply_text(agent_outcome),
+        run.record(AGENT_REPLY, state=state.name, turn=turn_number, reply=reply_text(agent_outcome),
                    outcome=agent_outcome)
         message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
         if message is None:
