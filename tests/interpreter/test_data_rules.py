@@ -169,3 +169,35 @@ def test_merge_into_root_never_loses_existing_keys_and_never_mutates(data, resul
 def test_merge_into_path_places_result_under_that_path(data, result):
     merged = merge_into(data, compile_expression(".x.y", as_path=True), result or {"k": 1}, "act", {})
     assert merged["x"]["y"] == {**(merged["x"]["y"])} and all(k in merged["x"]["y"] for k in (result or {"k": 1}))
+
+
+async def test_fn_reference_evaluates_the_expression_function_in_conditions_and_arguments():
+    seen = []
+    result = await run("""
+functions:
+- {name: isAdult, type: expression, operation: ".applicant.age >= 18"}
+- {name: f, type: custom, operation: f}
+states:
+- name: check
+  type: switch
+  dataConditions: [{condition: "${ fn:isAdult }", transition: call}]
+  defaultCondition: {end: true}
+- name: call
+  type: operation
+  actions: [{functionRef: {refName: f, arguments: {adult: "${ fn:isAdult }"}}}]
+  end: true
+""", {"applicant": {"age": 30}}, functions={"f": lambda args: seen.append(args)})
+    assert result.ok and seen == [{"adult": True}]
+
+
+def test_fn_reference_to_a_non_expression_function_is_a_definition_error():
+    import pytest
+
+    from xflow_runtime.errors import DefinitionError
+    from tests.interpreter.support import plan
+
+    with pytest.raises(DefinitionError, match="type expression"):
+        plan("""
+functions: [{name: f, type: custom, operation: f}]
+states: [{name: s, type: switch, dataConditions: [{condition: "${ fn:f }", end: true}], defaultCondition: {end: true}}]
+""")

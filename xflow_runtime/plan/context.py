@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -37,6 +38,7 @@ class CompileContext:
             return None
         if not isinstance(text, str):
             raise invalid(where, f"expected an expression string, found {type(text).__name__}")
+        text = self._function_reference(text, where)
         try:
             return compile_expression(text, as_path=path, extra_variables=extra_variables)
         except ExpressionError as exc:
@@ -46,6 +48,7 @@ class CompileContext:
         """A value that is literal unless a string is a whole ``${ … }``."""
         if value is None:
             return None
+        value = self._resolve_references(value, where)
         try:
             return compile_template(value, extra_variables=extra_variables)
         except ExpressionError as exc:
@@ -53,10 +56,31 @@ class CompileContext:
 
     def data(self, value: Any, where: str) -> Template | None:
         """String = expression, object = template (``produceEvents.data`` and friends)."""
+        value = self._resolve_references(value, where)
         try:
             return compile_data(value)
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
+
+    def _function_reference(self, text: str, where: str) -> str:
+        """``${ fn:name }`` stands for the ``operation`` of the expression function ``name``."""
+        match = _FN_REFERENCE.match(text)
+        if match is None:
+            return text
+        function = self.function(match.group("name"), where)
+        if function.type != "expression" or not isinstance(function.operation, str):
+            raise invalid(where, f"'fn:{function.name}' must name a function of type expression, "
+                                 f"found type {function.type}")
+        return function.operation
+
+    def _resolve_references(self, value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return f"${{ {self._function_reference(value, where)} }}" if _FN_REFERENCE.match(value) else value
+        if isinstance(value, dict):
+            return {key: self._resolve_references(item, where) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._resolve_references(item, where) for item in value]
+        return value
 
     # --- references ----------------------------------------------------------------------------
     def function(self, name: Any, where: str) -> FunctionDef:
@@ -89,6 +113,9 @@ class CompileContext:
         if not isinstance(name, str) or name not in self.state_names:
             raise invalid(where, f"state {name!r} does not exist")
         return name
+
+
+_FN_REFERENCE = re.compile(r"^\s*(?:\$\{\s*)?fn:\s*(?P<name>[^{}]+?)\s*(?:\})?\s*$")
 
 
 def _known(items: Mapping[str, Any]) -> str:

@@ -46,21 +46,27 @@ async def foreach(state: ForEachState, data: Any, run: "Instance", scope: str) -
     if not isinstance(items, list):
         raise Failure(f"foreach '{state.name}': inputCollection must be an array, found "
                       f"{type(items).__name__ if items is not None else 'null'}", code="invalidInputCollection")
+    if state.mode == "sequential":  # coroutines made one at a time: a failure leaves none unawaited
+        results = [await _iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
+        return _collect(state, data, results, variables), None
     iterations = [_iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
-    if state.mode == "sequential":
-        results = [await iteration for iteration in iterations]
-    elif state.batch_size is not None and state.batch_size < len(iterations):
+    if state.batch_size is not None and state.batch_size < len(iterations):
         gate = asyncio.Semaphore(state.batch_size)
         results = await all_of([_gated(gate, iteration) for iteration in iterations])
     else:
         results = await all_of(iterations)
-    if state.output_collection is not None:
-        path = state.output_collection.path(data, variables)
-        current = get_path(data, path)
-        collected = list(current) if isinstance(current, list) else []
-        collected.extend(results)
-        data = set_path(data, path, collected)
-    return data, None
+    return _collect(state, data, results, variables), None
+
+
+def _collect(state: ForEachState, data: Any, results: list[Any], variables: Any) -> Any:
+    """Append the iteration results at ``outputCollection`` (plain append, input order)."""
+    if state.output_collection is None:
+        return data
+    path = state.output_collection.path(data, variables)
+    current = get_path(data, path)
+    collected = list(current) if isinstance(current, list) else []
+    collected.extend(results)
+    return set_path(data, path, collected)
 
 
 async def _iteration(run: "Instance", state: ForEachState, data: Any, item: Any, scope: str) -> Any:
