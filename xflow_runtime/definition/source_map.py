@@ -14,11 +14,14 @@ Position = tuple[int, int]  # 1-based (line, column)
 
 
 def escape_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    return text.replace("~", "~0").replace("/", "~1") if ("~" in text or "/" in text) else text
 
 
 def join_pointer(pointer: str, *tokens: str | int) -> str:
-    return pointer + "".join("/" + escape_token(t) for t in tokens)
+    for token in tokens:  # hot path: called for every node of every document
+        pointer = f"{pointer}/{escape_token(token)}"
+    return pointer
 
 
 def pointer_from_path(path: Iterable[str | int]) -> str:
