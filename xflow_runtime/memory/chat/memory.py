@@ -14,6 +14,7 @@ blocked. A ``ChatMemory`` is safe to share between tasks and threads.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -122,15 +123,11 @@ class ChatMemory:
         missing: dict[int, dict[str, int]] = {}
 
         with self._engine.connect() as connection:
-            chat_id = repo.find_chat_id(connection, key)
-            if chat_id is None:
-                return ChatWindow(encoding=counter.encoding)
-
             def stream():  # type: ignore[no-untyped-def]
-                for row in repo.newest_first(connection, key, chat_id, _first_batch(policy)):
+                for row in repo.newest_first(connection, key, _first_batch(policy)):
                     raw = row.token_counts.get(counter.encoding)
                     if raw is None:  # stored under another model's encoding: count once, cache
-                        raw = counter.raw_count(_to_message(row.role, row.parts))
+                        raw = counter.raw_count(_to_message(row.role, json.loads(row.parts_json)))
                         missing[row.sequence] = {**row.token_counts, counter.encoding: raw}
                     read.append(row)
                     yield row.role, counter.scaled(raw)
@@ -140,14 +137,14 @@ class ChatMemory:
             connection.rollback()
         if missing:
             with self._engine.begin() as connection:
-                repo.store_token_counts(connection, chat_id, missing)
+                repo.store_token_counts(connection, read[0].chat_id, missing)
         if selection.overflow:
             _log.warning("chat memory %s/%s: the newest turn does not fit the window "
                          "(max_messages=%s, max_tokens=%s); the call carries no history",
                          key.agent, key.memory_id or f"user:{key.user}", policy.message_limit,
                          policy.token_limit)
         kept = read[:selection.kept]
-        return ChatWindow(messages=[_to_message(r.role, r.parts) for r in reversed(kept)],
+        return ChatWindow(messages=[_to_message(r.role, json.loads(r.parts_json)) for r in reversed(kept)],
                           tokens=selection.tokens, encoding=counter.encoding,
                           dropped_older=selection.dropped_older, overflow=selection.overflow)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, select, update
+from sqlalchemy import Connection, Row, Text, cast, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.chat.scope import ChatKey
@@ -39,10 +39,6 @@ class ChatInfo:
 def _scope_filter(key: ChatKey) -> list[Any]:
     return [_chats.c.tenant_id == key.tenant, _chats.c.agent_id == key.agent,
             _chats.c.user_id == key.user, _chats.c.memory_id == key.memory_id]
-
-
-def find_chat_id(connection: Connection, key: ChatKey) -> str | None:
-    return connection.execute(select(_chats.c.id).where(*_scope_filter(key))).scalar()
 
 
 def lock_or_create_chat(connection: Connection, key: ChatKey, title: str | None) -> tuple[str, int]:
@@ -75,10 +71,13 @@ def insert_messages(connection: Connection, key: ChatKey, chat_id: str, last_seq
     return new_last
 
 
-def newest_first(connection: Connection, key: ChatKey, chat_id: str,
-                 first_batch: int) -> Iterator[Row[Any]]:
-    """Messages newest first, read lazily in growing batches over the (chat_id, sequence) key."""
-    columns = (_messages.c.sequence, _messages.c.role, _messages.c.parts, _messages.c.token_counts)
+def newest_first(connection: Connection, key: ChatKey, first_batch: int) -> Iterator[Row[Any]]:
+    """The chat's messages newest first, read lazily in growing batches over the
+    (chat_id, sequence) primary key. The chat is found by scope in the same statement."""
+    chat_id = select(_chats.c.id).where(*_scope_filter(key)).scalar_subquery()
+    # parts come back as JSON text: only the messages kept in the window are decoded
+    columns = (_messages.c.chat_id, _messages.c.sequence, _messages.c.role,
+               cast(_messages.c.parts, Text).label("parts_json"), _messages.c.token_counts)
     batch = max(1, min(first_batch, _MAX_BATCH))
     before: int | None = None
     while True:
