@@ -125,3 +125,18 @@ def graphql_literal_to_json(text: str) -> str:
 @given(json_values)
 def test_literals_round_trip(value):
     assert json.loads(graphql_literal_to_json(to_literal(value))) == value
+
+
+async def test_oauth2_token_refreshed_once_on_401(server):
+    tokens = iter(["stale", "fresh"])
+    server.route("POST", "/token", lambda r: Reply(200, {"access_token": next(tokens)}))  # no expires_in
+    server.route("POST", "/graphql", lambda r: Reply(200, {"data": {"me": 1}}) if r.headers["authorization"] == "Bearer fresh"
+                 else Reply(401, {"errors": [{"message": "expired"}]}))
+    auth = {"name": "o", "scheme": "oauth2", "properties": {"authority": server.url + "/token",
+                                                           "grantType": "clientCredentials", "clientId": "c"}}
+    ctx = FunctionContext()
+    try:
+        assert await invoke_function(graphql("me", f"{server.url}/graphql#query#me", auth), None, context=ctx) == {"me": 1}
+    finally:
+        await ctx.aclose()
+    assert server.only("POST", "/token")[1].form() == {"grant_type": ["client_credentials"], "client_id": ["c"]}

@@ -66,6 +66,16 @@ async def auth_headers(auth: AuthDef | None, context: FunctionContext) -> dict[s
     return {"Authorization": f"Bearer {token}"}
 
 
+async def send_authenticated(context: FunctionContext, what: str, request: HttpRequest, auth: AuthDef | None) -> Any:
+    """Send ``request`` (already carrying ``auth_headers``); a 401 while using a cached OAuth2
+    token drops the token, fetches a new one and retries once (it was revoked or expired early)."""
+    response = await send(context, what, request)
+    if response.status_code == 401 and forget_token(auth, context):
+        request.headers.update(await auth_headers(auth, context))
+        response = await send(context, what, request)
+    return response
+
+
 def forget_token(auth: AuthDef | None, context: FunctionContext) -> bool:
     """Drop a cached OAuth2 token (after a 401). True when there was one to drop."""
     if auth is None or auth.scheme != "oauth2":

@@ -13,9 +13,9 @@ import re
 from typing import Any, Mapping
 
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.functions.auth import auth_headers
+from xflow_runtime.functions.auth import auth_headers, send_authenticated
 from xflow_runtime.functions.context import FunctionContext
-from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status, send
+from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status
 from xflow_runtime.plan.functions import FunctionDef
 
 GRAPHQL_ERROR = "GraphQLError"
@@ -64,7 +64,7 @@ async def invoke_graphql(fn: FunctionDef, arguments: Any, selection_set: str | N
     what = f"function '{fn.name}'"
     request = HttpRequest("post", endpoint, headers=headers, json_body={"query": document}, has_body=True,
                           timeout=context.http.timeouts.get(fn.name))
-    response = await send(context, what, request)
+    response = await send_authenticated(context, what, request, fn.auth)
     body = decode_body(response)
     if isinstance(body, Mapping) and body.get("errors"):
         errors = body["errors"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.functions.auth import auth_headers, forget_token
+from xflow_runtime.functions.auth import auth_headers, send_authenticated
 from xflow_runtime.functions.context import FunctionContext
-from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status, send
+from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status
 from xflow_runtime.functions.openapi import (
     CONFIGURATION_ERROR, FUNCTION_NOT_FOUND, inline_operation, load_document, split_operation,
 )
@@ -37,11 +37,7 @@ async def invoke_rest(fn: FunctionDef, arguments: Any, context: FunctionContext)
         timeout=context.http.timeouts.get(fn.name),
     )
     what = f"function '{fn.name}'"
-    response = await send(context, what, request)
-    if response.status_code == 401 and forget_token(fn.auth, context):
-        # The cached OAuth2 token was revoked or expired early: fetch a new one, try once more.
-        request.headers.update(await auth_headers(fn.auth, context))
-        response = await send(context, what, request)
+    response = await send_authenticated(context, what, request, fn.auth)
     raise_for_status(context, what, response)
     return decode_body(response)
 
