@@ -40,6 +40,8 @@ def register(subparsers: Any, name: str) -> None:
                              "(one event per line); repeatable")
     parser.add_argument("--ephemeral", action="store_true",
                         help="run in process: nothing persisted, no resume (fastest start)")
+    parser.add_argument("--llm-script", metavar="FILE", default=None,
+                        help="answer LLM calls from a reply script (YAML) instead of a provider: no API key")
     add_instance_options(parser)
     parser.set_defaults(handler=run_command)
 
@@ -83,7 +85,20 @@ def run_command(args: argparse.Namespace) -> int:
     except XFlowError as error:
         print(f"xflow run: {error}", file=sys.stderr)
         return 2
-    return guarded(lambda: _run(Path(args.file), data, events, args.instance_id, options))
+    from contextlib import nullcontext
+
+    try:
+        with _scripted_llm(args.llm_script) if args.llm_script else nullcontext():
+            return guarded(lambda: _run(Path(args.file), data, events, args.instance_id, options))
+    except XFlowError as error:  # an unreadable or malformed reply script
+        print(f"xflow run: {error}", file=sys.stderr)
+        return 2
+
+
+def _scripted_llm(path: str) -> Any:
+    from xflow_runtime.llm.scripted import scripted_llm
+
+    return scripted_llm(path)
 
 
 async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id: str | None,
