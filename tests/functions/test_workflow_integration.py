@@ -1,6 +1,6 @@
 """Function effects through the whole pipeline: plan compiler → interpreter → invoke_function."""
 
-from tests.functions.server import Recorded, Reply
+from tests.functions.server import Reply
 from xflow_runtime.engine.inprocess import run_workflow
 from xflow_runtime.plan.compile import compile_plan
 
