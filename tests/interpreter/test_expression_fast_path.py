@@ -1,0 +1,39 @@
+"""The expression engine binds only the variables a text mentions and adds the sandbox prelude only
+when the text names something the prelude redefines; results and the sandbox must not change."""
+
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from xflow_runtime.expressions import compile_expression
+
+VARIABLES = {"CONST": {"k": 1}, "SECRETS": {"s": "x"}, "WORKFLOW": {"id": "w"}}
+
+
+@pytest.mark.parametrize("text", ["env", "$ENV", "env.HOME", "[env, $ENV]", '"\\(env)"', "env | keys",
+                                  ". as $x | env"])
+def test_environment_stays_hidden(text):
+    os.environ.setdefault("HOME", "/root")
+    result = compile_expression(text).evaluate({}, VARIABLES)
+    assert result in ({}, None, [{}, {}], "{}", [])
+
+
+@pytest.mark.parametrize("text", ["input_filename", "$__loc__.file"])
+def test_file_names_stay_hidden(text):
+    assert compile_expression(text).evaluate({}, VARIABLES) in (None, "<stdin>", "<top-level>")
+
+
+def test_variables_are_bound_only_when_mentioned():
+    assert compile_expression(".a + $CONST.k").evaluate({"a": 1}, VARIABLES) == 2
+    assert compile_expression("[.a, $SECRETS.s, $WORKFLOW.id]").evaluate({"a": 1}, VARIABLES) == [1, "x", "w"]
+    assert compile_expression(".a").evaluate({"a": 1}, VARIABLES) == 1
+    assert compile_expression("$CONST").evaluate({}, None) == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), st.integers() | st.text(max_size=3), max_size=3))
+def test_same_result_with_and_without_unused_variables(data):
+    plain = compile_expression("[.a, .b, (.c // 0)]")
+    with_variable = compile_expression("[.a, .b, (.c // 0)] | . + [$CONST.k] | .[:3]")
+    assert plain.evaluate(data, VARIABLES) == with_variable.evaluate(data, VARIABLES)
