@@ -44,6 +44,7 @@ def test_turn_is_normalised_to_provider_neutral_openai_format() -> None:
 
 
 CONVERSATION = turn(0, "weather in Paris? ünïcode 😀 " * 3, [2, 1]) + [
+    {"role": "user", "content": "a long pasted document. " * 400 + "." * 3000},
     {"role": "user", "content": [{"type": "text", "text": "and tomorrow?"}], "name": "alice"},
     {"role": "assistant", "content": "Sunny, 21°C."},
 ]

@@ -25,6 +25,11 @@ TOKENS_PER_NAME = 1
 NON_TEXT_PART_TOKENS = 85  # OpenAI's charge for a low-detail image; a floor for other media
 APPROXIMATION_ENCODING = "o200k_base"
 APPROXIMATION_SCALE = 1.2
+#: Long texts are encoded in chunks of this many characters, as litellm does: tiktoken's BPE is
+#: quadratic on long runs of one character (a multi-MB tool result could take minutes); chunking
+#: keeps it linear at a drift of at most one token per chunk boundary, and keeps our counts equal
+#: to litellm's.
+ENCODE_CHUNK_CHARS = 1024
 
 
 @lru_cache(maxsize=8)
@@ -37,7 +42,10 @@ def _encoder(encoding: str) -> Callable[[str], int]:
     enc = tiktoken.get_encoding(encoding)
 
     def count(text: str) -> int:
-        return len(enc.encode(text, disallowed_special=()))
+        if len(text) <= ENCODE_CHUNK_CHARS:
+            return len(enc.encode(text, disallowed_special=()))
+        return sum(len(enc.encode(text[start:start + ENCODE_CHUNK_CHARS], disallowed_special=()))
+                   for start in range(0, len(text), ENCODE_CHUNK_CHARS))
 
     return count
 
