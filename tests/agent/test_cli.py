@@ -1,0 +1,54 @@
+"""``xflow run --llm-script`` and ``xflow chat`` end to end, as a user runs them (no API key)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def xflow(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    return subprocess.run([sys.executable, str(ROOT / "bin" / "xflow"), *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, env=env, cwd=cwd)
+
+
+def test_run_the_support_agent_example_from_a_reply_script(tmp_path):
+    done = xflow("run", str(ROOT / "workflows/support-agent.yaml"), "--ephemeral",
+                 "--llm-script", str(ROOT / "workflows/support-agent.replies.yaml"),
+                 "--input", json.dumps({"customer": {"name": "Ann"}, "question": "How do refunds work?"}), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    assert output["status"] == "answered"
+    assert output["sources"] == ["https://docs.example.com/search?q=refund+policy"]
+
+
+def test_a_missing_reply_script_is_a_usage_error(tmp_path):
+    done = xflow("run", str(ROOT / "workflows/support-agent.yaml"), "--ephemeral", "--llm-script", "nope.yaml",
+                 cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot read reply script nope.yaml" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_chat_in_the_terminal_until_the_agent_finishes(tmp_path):
+    done = xflow("chat", str(ROOT / "workflows/concierge-chat.yaml"),
+                 "--llm-script", str(ROOT / "workflows/concierge-chat.replies.yaml"),
+                 stdin="Hello\nA table for two at 8, please\nThanks, bye\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.replace("you> ", "").splitlines()
+    assert lines[:2] == ["agent> Good evening! How can I help you?", "agent> Your table for two is booked at 8pm."]
+    assert json.loads(lines[2])["farewell"] == "Enjoy your stay, goodbye!"
+
+
+def test_chat_quits_on_end_of_input(tmp_path):
+    done = xflow("chat", str(ROOT / "workflows/concierge-chat.yaml"),
+                 "--llm-script", str(ROOT / "workflows/concierge-chat.replies.yaml"), stdin="Hello\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "agent> Good evening! How can I help you?" in done.stdout

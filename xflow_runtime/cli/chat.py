@@ -1,0 +1,124 @@
+"""``xflow chat FILE``: talk to an agent workflow in the terminal.
+
+The first line you type becomes the input field ``message`` (so a chat workflow's first
+``userMessage`` is usually ``${ .message }``); every later line is sent to the agent conversation
+waiting in the instance (``Runtime.send_message``). The agent's replies are printed as they come;
+when an outcome finishes the conversation and the workflow ends, its output is printed as JSON.
+``/quit`` or end of input stops the chat.
+
+``--memory-id ID`` adds ``memoryId`` to the input, for workflows whose ``memory.memoryId`` is
+``${ .memoryId }``; ``--llm-script FILE`` answers from a reply script instead of a provider.
+Exit codes: 0 finished (or quit), 1 the instance failed, 2 bad command line or definition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
+
+QUIT = "/quit"
+
+
+def register(subparsers: Any, name: str) -> None:
+    parser = subparsers.add_parser(name, help="talk to an agent workflow in the terminal",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", help="the workflow file (YAML or JSON)")
+    parser.add_argument("--input", metavar="JSON|@FILE", default=None, help="workflow input (default {})")
+    parser.add_argument("--memory-id", metavar="ID", default=None, help="conversation id, passed as input memoryId")
+    parser.add_argument("--llm-script", metavar="FILE", default=None,
+                        help="answer LLM calls from a reply script (YAML) instead of a provider")
+    parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
+                        help="a value for $SECRETS.NAME; repeatable")
+    parser.set_defaults(handler=chat_command)
+
+
+def chat_command(args: Any) -> int:
+    from contextlib import nullcontext
+
+    from xflow_runtime.cli.run import read_input, read_secrets
+
+    try:
+        data = read_input(args.input)
+        if not isinstance(data, dict):
+            raise XFlowError("--input must be a JSON object")
+        if args.memory_id is not None:
+            data["memoryId"] = args.memory_id
+        secrets = read_secrets(args.secret, None)
+        if args.llm_script:
+            from xflow_runtime.llm.scripted import scripted_llm
+
+            context: Any = scripted_llm(args.llm_script)
+        else:
+            context = nullcontext()
+        with context:
+            return asyncio.run(Chat(sys.stdin, sys.stdout).run(Path(args.file), data, secrets))
+    except DefinitionError as error:
+        print(str(error), file=sys.stderr)
+        return 2
+    except XFlowError as error:
+        print(f"xflow chat: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+class Chat:
+    def __init__(self, reader: TextIO, writer: TextIO):
+        self.reader, self.writer = reader, writer
+        self.replies: asyncio.Queue[str] = asyncio.Queue()
+
+    def _on_history(self, record: dict[str, Any]) -> None:
+        if record.get("event") == "agent_reply":
+            self.replies.put_nowait(str(record.get("reply", "")))
+
+    async def run(self, path: Path, data: dict[str, Any], secrets: dict[str, Any]) -> int:
+        from xflow_runtime.runtime import Runtime
+
+        first = await self._ask()
+        if first is None:
+            return 0
+        data.setdefault("message", first)
+        async with Runtime("inprocess", secrets=secrets, on_history=self._on_history) as runtime:
+            plan = runtime.load(path)
+            handle = await runtime.start(plan, data)
+            result = asyncio.ensure_future(handle.result())
+            while True:
+                reply = asyncio.ensure_future(self.replies.get())
+                await asyncio.wait({reply, result}, return_when=asyncio.FIRST_COMPLETED)
+                if not reply.done():
+                    reply.cancel()
+                    return self._finish(result)
+                self._say(f"agent> {reply.result()}")
+                text = await self._ask()
+                if text is None:
+                    result.cancel()
+                    return 0
+                await runtime.send_message(handle.instance_id, text)
+
+    async def _ask(self) -> str | None:
+        self.writer.write("you> ")
+        self.writer.flush()
+        line = await asyncio.to_thread(self.reader.readline)
+        if not line:
+            self._say("")
+            return None
+        text = line.rstrip("\n")
+        return None if text.strip() == QUIT else text
+
+    def _finish(self, result: "asyncio.Future[Any]") -> int:
+        try:
+            output = result.result()
+        except WorkflowFailed as failure:
+            print(f"error: {failure}", file=sys.stderr)
+            return 1
+        self._say(json.dumps(output, ensure_ascii=False, default=str))
+        return 0
+
+    def _say(self, text: str) -> None:
+        self.writer.write(text + "\n")
+        self.writer.flush()
