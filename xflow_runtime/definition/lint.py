@@ -17,8 +17,9 @@ RULES: tuple[Callable[[dict[str, Any], Reporter], None], ...] = (
 )
 
 
-def run_lint(document: dict[str, Any], report: Reporter) -> None:
-    for rule in RULES:
+def run_lint(document: dict[str, Any], report: Reporter,
+             rules: tuple[Callable[[dict[str, Any], Reporter], None], ...] = RULES) -> None:
+    for rule in rules:
         try:
             rule(document, report)
         except Exception as exc:  # a bug in a rule must not hide the other diagnostics
