@@ -268,3 +268,42 @@ states:
                      "workflow_completed"]
     assert history.of("state_exited")[0]["next"] == "two"
     assert history.of("state_exited")[1]["output"] == {"a": 1, "b": 2}
+
+
+KEEP_ACTIVE = """
+keepActive: true
+timeouts: {workflowExecTimeout: {duration: PT1H, runBefore: wrapUp}}
+states:
+- {name: s, type: inject, data: {done: true}, end: %s}
+- {name: wrapUp, type: inject, data: {wrapped: true}, usedForCompensation: true, end: true}
+"""
+
+
+async def test_keep_active_stays_until_the_deadline_then_completes_after_run_before():
+    history = History()
+    result = await run(KEEP_ACTIVE % "true", {}, observer=history)
+    assert result.status == "completed" and result.output == {"done": True, "wrapped": True}
+    assert history.states() == ["s", "wrapUp"]
+
+
+async def test_keep_active_ends_at_once_on_terminate():
+    result = await run(KEEP_ACTIVE % "{terminate: true}", {})
+    assert result.output == {"done": True}
+
+
+async def test_keep_active_without_a_deadline_completes_at_the_end():
+    result = await run("keepActive: true\nstates: [{name: s, type: inject, data: {a: 1}, end: true}]", {})
+    assert result.output == {"a": 1}
+
+
+async def test_failures_outside_states_are_reported_not_raised():
+    bad_event = await run("""
+events: [{name: out, type: out, kind: produced}]
+states: [{name: s, type: inject, data: {}, end: {produceEvents: [{eventRef: out, data: "${ .a.b.c | tonumber }"}]}}]
+""", {"a": {"b": {"c": "not a number"}}})
+    assert bad_event.status == "failed" and bad_event.error["code"] == "ExpressionError"
+    bad_continue = await run("""
+id: again
+states: [{name: s, type: inject, data: {}, end: {continueAs: {workflowId: again, data: "${ error(\\"no\\") }"}}}]
+""", {})
+    assert bad_continue.status == "failed" and "no" in bad_continue.error["message"]

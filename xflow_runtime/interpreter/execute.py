@@ -17,7 +17,7 @@ from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox
 from xflow_runtime.interpreter.failures import TIMEOUT, Failure
 from xflow_runtime.interpreter.instance import Instance, StopRequested
-from xflow_runtime.plan.model import WorkflowExecTimeout
+from xflow_runtime.plan.model import End, WorkflowExecTimeout
 from xflow_runtime.plan.states import WorkflowPlan
 
 Status = Literal["completed", "failed"]
@@ -86,14 +86,15 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
             output, end = await run.run_states(plan.start, data)
         else:
             output, end = await _run_with_deadline(run, data, timeout)
-    except Failure as failure:
-        run.record("workflow_failed", error=failure.to_dict())
-        await run.close()
-        return ExecutionResult("failed", None, failure.to_dict(), instance_id, list(run.produced))
     except _TimedOut as timed_out:
         await run.close()
         run.record("workflow_failed", error=timed_out.error)
         return ExecutionResult("failed", timed_out.data, timed_out.error, instance_id, list(run.produced))
+    except Exception as exc:  # noqa: BLE001 - a failure outside any state (input, exits, compensation)
+        failure = Failure.from_exception(exc)
+        run.record("workflow_failed", error=failure.to_dict())
+        await run.close()
+        return ExecutionResult("failed", None, failure.to_dict(), instance_id, list(run.produced))
     await run.close()
     run.record("workflow_completed", output=output)
     result = ExecutionResult("completed", output, None, instance_id, [] if parent else list(run.produced))
@@ -105,7 +106,11 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
         if target is None:
             error = Failure(f"continueAs: workflow '{follow.workflow_id}' is not registered", code="subflowNotFound")
             return ExecutionResult("failed", None, error.to_dict(), instance_id, result.produced_events)
-        new_input = output if follow.data is None else follow.data.render(output, run.variables)
+        try:
+            new_input = output if follow.data is None else follow.data.render(output, run.variables)
+        except Exception as exc:  # noqa: BLE001 - a bad continueAs.data expression fails the instance
+            return ExecutionResult("failed", None, Failure.from_exception(exc).to_dict(), instance_id,
+                                   result.produced_events)
         if parent is not None:  # a subflow's parent sees the last continuation's output
             return await run_instance(target, new_input, port=port, context=context,
                                       instance_id=f"{instance_id}+", inbox=inbox, scope=f"{scope}+", parent=parent)
@@ -139,13 +144,22 @@ class _TimedOut(Exception):
 async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTimeout) -> Any:
     """``workflowExecTimeout``: interrupt the current state (``interrupt: true``) or stop at the next
     state boundary (``interrupt: false``), run ``runBefore`` on the latest data, fail with ``timeout``."""
-    main = asyncio.ensure_future(run.run_states(run.plan.start, data))
+    kept: list[tuple[Any, End]] = []
+    main = asyncio.ensure_future(_keep_active(run, data, kept) if run.plan.keep_active
+                                 else run.run_states(run.plan.start, data))
     timer = asyncio.ensure_future(run.port.sleep(timeout.duration))
     try:
         await asyncio.wait((main, timer), return_when=asyncio.FIRST_COMPLETED)
         if main.done():
             timer.cancel()
             return main.result()
+        if kept:  # keepActive: the deadline is the normal end of an instance with no active path
+            main.cancel()
+            await asyncio.gather(main, return_exceptions=True)
+            output, end = kept[0]
+            if timeout.run_before is not None:
+                output, _ = await run.run_states(timeout.run_before, output, compensating=True)
+            return output, end
         if timeout.interrupt:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
@@ -167,3 +181,13 @@ async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTime
     error_dict = Failure(f"workflow did not finish within its workflowExecTimeout of {timeout.duration:g} s",
                          name=TIMEOUT, code=TIMEOUT).to_dict()
     raise _TimedOut(latest, error_dict)
+
+
+async def _keep_active(run: Instance, data: Any, kept: list[tuple[Any, End]]) -> tuple[Any, End]:
+    """``keepActive: true``: after a non-terminating end the instance stays until its deadline."""
+    output, end = await run.run_states(run.plan.start, data)
+    if end.terminate:
+        return output, end
+    kept.append((output, end))
+    await asyncio.get_running_loop().create_future()  # never resolves: cancelled at the deadline
+    return output, end
