@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     "Runtime": "xflow_runtime.runtime",
     "InstanceHandle": "xflow_runtime.runtime",
     "run_sync": "xflow_runtime.runtime",
+    "ChatMemory": "xflow_runtime.memory.chat",
+    "ChatScope": "xflow_runtime.memory.chat",
+    "WindowPolicy": "xflow_runtime.memory.chat",
 }
 
 
