@@ -74,6 +74,8 @@ _TABLE: tuple[Code, ...] = (
     Code("XF124", "memory-setting-ignored", "warning", "a memory sizing field does not apply to the memory type"),
     Code("XF125", "unknown-expression-function", "error", "${ fn:name } names no expression function"),
     Code("XF126", "undeclared-secret", "warning", "$SECRETS.NAME is used but NAME is not in secrets"),
+    Code("XF127", "invalid-duration", "error", "a duration is not ISO 8601 (e.g. PT30D instead of P30D)"),
+    Code("XF128", "parallel-num-completed", "error", "atLeast parallel numCompleted is missing or out of range"),
     Code("XF199", "internal-error", "error", "xflow-runtime failed while checking; please report it"),
 )
 
