@@ -54,6 +54,11 @@ class HistoryBuffer:
         for listener in self._listeners:
             listener(record)
 
+    @property
+    def pending(self) -> int:
+        """How many records were reported since the last drain."""
+        return len(self._pending)
+
     def drain(self) -> list[dict[str, Any]]:
         """The records reported since the last drain, in order."""
         pending, self._pending = self._pending, []

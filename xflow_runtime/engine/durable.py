@@ -53,6 +53,9 @@ InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
 
 _body: InstanceBody | None = None
 
+#: Pending history records that make the next effect flush them first (one write per batch).
+HISTORY_BATCH = 32
+
 #: How often a caller waiting for an instance's result re-reads its status.
 RESULT_POLLING_SECONDS = 0.02
 
@@ -65,8 +68,10 @@ class DurablePort:
     """The engine port inside one running DBOS workflow (one instance).
 
     ``history`` (the interpreter's observer buffer) is flushed to the instance's history stream
-    before every engine call and by :meth:`flush`: one checkpointed write per batch, at points
-    the replay reaches in the same order, so a replay never stores a record twice.
+    as one checkpointed write per batch: before the instance blocks (sleep, event wait), at its
+    end, and before an effect once :data:`HISTORY_BATCH` records are pending. Flush points depend
+    only on the record count, so a replay reaches them in the same order and never stores a
+    record twice; records not flushed before a crash are reported again by the replay.
     """
 
     def __init__(self, instance_id: str, history: "HistoryBuffer | None" = None) -> None:
@@ -74,7 +79,7 @@ class DurablePort:
         self.history = history
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
-        await self.flush()
+        await self._flush_when_full()
 
         async def step() -> T:
             try:
@@ -98,7 +103,7 @@ class DurablePort:
         return message[EVENT_ENVELOPE_KEY]
 
     async def now(self) -> float:
-        await self.flush()
+        await self._flush_when_full()
 
         async def read_clock() -> float:
             return time.time()
@@ -106,12 +111,16 @@ class DurablePort:
         return await DBOS.run_step_async({"name": "xflow.now"}, read_clock)
 
     async def new_id(self) -> str:
-        await self.flush()
+        await self._flush_when_full()
 
         async def draw_id() -> str:
             return str(uuid.uuid4())
 
         return await DBOS.run_step_async({"name": "xflow.new_id"}, draw_id)
+
+    async def _flush_when_full(self) -> None:
+        if self.history is not None and self.history.pending >= HISTORY_BATCH:
+            await self.flush()
 
     async def flush(self) -> None:
         """Store the history records reported since the last flush (a no-op when none)."""
