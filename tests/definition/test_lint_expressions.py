@@ -75,3 +75,11 @@ def test_xf126_undeclared_secret_is_a_warning() -> None:
     assert lines(text) == ["wf.yaml:31:18 /states/0/actions/0/functionRef/arguments/who: warning: $SECRETS.TOKEN "
                            "is used but 'TOKEN' is not listed in secrets [XF126 undeclared-secret]"]
     assert codes(text.replace("start: Greet\n", "start: Greet\nsecrets: [TOKEN]\n")) == []
+
+
+def test_object_payloads_are_literal_with_expression_leaves() -> None:
+    literal = BASE.replace("data: .greeting\n", "data: {text: 'not | jq', who: '${ .name }'}\n")
+    assert codes(literal) == []
+    broken_leaf = BASE.replace("data: .greeting\n", "data: {who: '${ .name | }'}\n")
+    assert lines(broken_leaf)[0].startswith("wf.yaml:53:23 /states/2/end/produceEvents/0/data/who: jq expression "
+                                            "does not compile")

@@ -109,7 +109,7 @@ def _state_sites(state: dict[str, Any], pointer: str) -> Iterator[Site]:
             yield from _data_and_attributes(produced, produced_pointer)
         continue_as = as_dict(exit_.value).get("continueAs") if exit_.kind == "end" else None
         if isinstance(continue_as, dict):
-            yield join_pointer(exit_.pointer, "continueAs", "data"), continue_as.get("data"), True, False, ()
+            yield from _payload(continue_as.get("data"), join_pointer(exit_.pointer, "continueAs", "data"))
     yield from _agent_sites(state, pointer)
 
 
@@ -135,9 +135,16 @@ def _function_ref_sites(ref: Any, pointer: str) -> Iterator[Site]:
 
 
 def _data_and_attributes(holder: dict[str, Any], pointer: str) -> Iterator[Site]:
-    if isinstance(holder.get("data"), str):  # a string is an expression; an object is a literal payload
-        yield join_pointer(pointer, "data"), holder["data"], True, False, ()
+    yield from _payload(holder.get("data"), join_pointer(pointer, "data"))
     yield from _literal_tree(join_pointer(pointer, "contextAttributes"), holder.get("contextAttributes"))
+
+
+def _payload(value: Any, pointer: str) -> Iterator[Site]:
+    """A string is an expression; an object is a literal payload with ``${ }`` leaves."""
+    if isinstance(value, str):
+        yield pointer, value, True, False, ()
+    else:
+        yield from _literal_tree(pointer, value)
 
 
 def _event_filter(value: Any, pointer: str, extra: tuple[str, ...] = ()) -> Iterator[Site]:
