@@ -307,3 +307,12 @@ id: again
 states: [{name: s, type: inject, data: {}, end: {continueAs: {workflowId: again, data: "${ error(\\"no\\") }"}}}]
 """, {})
     assert bad_continue.status == "failed" and "no" in bad_continue.error["message"]
+
+
+async def test_foreach_over_an_empty_array_creates_an_empty_output_collection():
+    result = await run("""
+functions: [{name: f, type: custom, operation: f}]
+states:
+- {name: each, type: foreach, inputCollection: .items, outputCollection: .out, actions: [{functionRef: f}], end: true}
+""", {"items": []}, functions={"f": lambda _: 1})
+    assert result.output == {"items": [], "out": []}

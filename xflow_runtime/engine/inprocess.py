@@ -123,8 +123,6 @@ def run_workflow_sync(plan: WorkflowPlan, input: Any = None, *, virtual_time: bo
                       **arguments: Any) -> ExecutionResult:
     """:func:`run_workflow` for synchronous callers (the CLI)."""
     if virtual_time:
-        arguments.setdefault("events", [])
-        arguments["events"] = list(arguments["events"])
         return _run_on_virtual_loop(plan, input, arguments)
     return asyncio.run(_run(plan, input, **arguments))
 
@@ -157,10 +155,10 @@ def _run_on_virtual_loop(plan: WorkflowPlan, input: Any, arguments: dict[str, An
             loop.close()
 
 
-async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callable[..., Any]] | None,
-               events: list[Mapping[str, Any]], secrets: Mapping[str, Any] | None, workflows: Any,
-               invoker: FunctionInvoker | None, observer: Observer | None, event_sink: EventSink | None,
-               services: Mapping[str, Any] | None) -> ExecutionResult:
+async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callable[..., Any]] | None = None,
+               events: Iterable[Mapping[str, Any]] = (), secrets: Mapping[str, Any] | None = None,
+               workflows: Any = None, invoker: FunctionInvoker | None = None, observer: Observer | None = None,
+               event_sink: EventSink | None = None, services: Mapping[str, Any] | None = None) -> ExecutionResult:
     engine = InProcessEngine()
     for event in events:
         engine.send_event(event)

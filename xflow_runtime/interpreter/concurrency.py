@@ -33,8 +33,8 @@ async def within(port: EnginePort, seconds: float | None, awaitable: Coroutine[A
 
 async def all_of(coroutines: Sequence[Awaitable[Any]]) -> list[Any]:
     """Results in input order; the first failure cancels the others and is raised."""
-    if len(coroutines) == 1:
-        return [await coroutines[0]]
+    if len(coroutines) <= 1:
+        return [await coroutine for coroutine in coroutines]
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
