@@ -164,6 +164,9 @@ def _result(litellm: Any, response: Any, model: str) -> ChatResult:
 
 
 def _cost(litellm: Any, response: Any, model: str) -> float | None:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if isinstance(hidden.get("response_cost"), (int, float)):
+        return float(hidden["response_cost"])  # litellm already priced this response
     try:
         return float(litellm.completion_cost(completion_response=response, model=model))
     except Exception:  # a model missing from litellm's price list has no known cost

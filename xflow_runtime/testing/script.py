@@ -14,7 +14,7 @@ calls), or an HTTP error. The YAML form users write is read by :func:`script_fro
       - json: {response: "Refunds take 5 days."}
       - error: {status: 429, message: slow down}
     rules:                         # checked before the queue; first match wins
-      - when: {last_user_contains: "weather", tools: true, model: gpt-4o}
+      - when: {last_user_contains: "weather", tools: true, model: gpt-4o, tool_messages: 0}
         reply: {text: "Sunny."}
         times: 1                   # optional: how often the rule may fire
     default: {text: "I have nothing more to say."}   # when queue and rules are exhausted
@@ -77,6 +77,7 @@ class RequestView:
     model: str
     last_user_message: str
     has_tools: bool
+    tool_messages: int = 0
 
     @classmethod
     def of(cls, body: Mapping[str, Any]) -> "RequestView":
@@ -86,19 +87,23 @@ class RequestView:
             if isinstance(message, Mapping) and message.get("role") == "user":
                 last_user = message_text(message.get("content"))
                 break
-        return cls(model=str(body.get("model", "")), last_user_message=last_user, has_tools=bool(body.get("tools")))
+        tool_messages = sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "tool")
+        return cls(model=str(body.get("model", "")), last_user_message=last_user, has_tools=bool(body.get("tools")),
+                   tool_messages=tool_messages)
 
 
 @dataclass(frozen=True)
 class Rule:
     """Answer ``reply`` when every given condition holds. ``last_user_matches`` is a regex searched
-    in the last user message; ``times`` bounds how often the rule fires (``None``: always)."""
+    in the last user message; ``tool_messages`` is the number of tool results the request carries
+    (how far a tool loop has got); ``times`` bounds how often the rule fires (``None``: always)."""
 
     reply: Reply
     last_user_contains: str | None = None
     last_user_matches: str | None = None
     tools: bool | None = None
     model: str | None = None
+    tool_messages: int | None = None
     times: int | None = None
 
     def matches(self, request: RequestView) -> bool:
@@ -107,6 +112,8 @@ class Rule:
         if self.last_user_matches is not None and not re.search(self.last_user_matches, request.last_user_message):
             return False
         if self.tools is not None and self.tools != request.has_tools:
+            return False
+        if self.tool_messages is not None and self.tool_messages != request.tool_messages:
             return False
         return self.model is None or _model_matches(self.model, request.model)
 
@@ -246,7 +253,7 @@ def _rule(item: Any) -> Rule:
     when = item.get("when") or {}
     if not isinstance(when, Mapping):
         raise ScriptError("a rule's 'when' must be a mapping")
-    unknown = set(when) - {"last_user_contains", "last_user_matches", "tools", "model"}
+    unknown = set(when) - {"last_user_contains", "last_user_matches", "tools", "model", "tool_messages"}
     if unknown:
         raise ScriptError(f"unknown rule conditions: {', '.join(sorted(unknown))}")
     times = item.get("times")
@@ -256,6 +263,7 @@ def _rule(item: Any) -> Rule:
         last_user_matches=when.get("last_user_matches"),
         tools=when.get("tools"),
         model=when.get("model"),
+        tool_messages=when.get("tool_messages"),
         times=None if times is None else int(times),
     )
 
