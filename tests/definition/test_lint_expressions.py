@@ -83,3 +83,14 @@ def test_object_payloads_are_literal_with_expression_leaves() -> None:
     broken_leaf = BASE.replace("data: .greeting\n", "data: {who: '${ .name | }'}\n")
     assert lines(broken_leaf)[0].startswith("wf.yaml:53:23 /states/2/end/produceEvents/0/data/who: jq expression "
                                             "does not compile")
+
+
+def test_xf129_embedded_expression_in_a_literal_field_is_a_warning() -> None:
+    text = BASE.replace('who: "${ .name }"', 'who: "Hi ${ .name }"')
+    assert lines(text) == [
+        "wf.yaml:31:18 /states/0/actions/0/functionRef/arguments/who: warning: 'Hi ${ .name }' is used as literal "
+        "text: here only a string that is entirely ${ … } is an expression (build text inside jq: "
+        "'${ \"Hi \" + .name }') [XF129 literal-with-expression]"]
+    unclosed = BASE.replace('who: "${ .name }"', 'who: "${ .name "')
+    assert codes(unclosed) == ["XF129"]
+    assert codes(BASE.replace('who: "${ .name }"', 'who: "plain text"')) == []

@@ -76,6 +76,8 @@ _TABLE: tuple[Code, ...] = (
     Code("XF126", "undeclared-secret", "warning", "$SECRETS.NAME is used but NAME is not in secrets"),
     Code("XF127", "invalid-duration", "error", "a duration is not ISO 8601 (e.g. PT30D instead of P30D)"),
     Code("XF128", "parallel-num-completed", "error", "atLeast parallel numCompleted is missing or out of range"),
+    Code("XF129", "literal-with-expression", "warning", "text with ${ } in a field where only a whole ${ } is evaluated"),
+    Code("XF130", "misspelled-top-level-key", "warning", "an unknown top-level key looks like a known one"),
     Code("XF199", "internal-error", "error", "xflow-runtime failed while checking; please report it"),
 )
 

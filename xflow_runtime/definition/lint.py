@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from xflow_runtime.definition.lint_expressions import check_expressions
+from xflow_runtime.definition.lint_hints import check_top_level_keys
 from xflow_runtime.definition.lint_flow import check_compensation, check_reachability
 from xflow_runtime.definition.lint_memory import check_memory
 from xflow_runtime.definition.lint_refs import check_references
@@ -15,6 +16,7 @@ from xflow_runtime.definition.walk import Reporter
 RULES: tuple[Callable[[dict[str, Any], Reporter], None], ...] = (
     check_names, check_targets, check_state_rules, check_references, check_compensation,
     check_reachability, check_expressions, check_memory, check_durations, check_parallel,
+    check_top_level_keys,
 )
 
 

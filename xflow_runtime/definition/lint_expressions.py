@@ -39,7 +39,13 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
     secrets = document.get("secrets")
     declared_secrets = {s for s in secrets if isinstance(s, str)} if isinstance(secrets, list) else set()
     for pointer, value, always, as_path, extra in expression_sites(document):
-        if not isinstance(value, str) or not (always or is_expression(value)):
+        if not isinstance(value, str):
+            continue
+        if not always and not is_expression(value):
+            if "${" in value:
+                report(pointer, f"{_shorten(value)!r} is used as literal text: here only a string that is "
+                       "entirely ${ … } is an expression (build text inside jq: '${ \"Hi \" + .name }')",
+                       "XF129", severity="warning")
             continue
         body = strip_expression(value)
         call = _FUNCTION_CALL.match(body)
@@ -64,6 +70,10 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
             if secret not in declared_secrets:
                 report(pointer, f"$SECRETS.{secret} is used but {secret!r} is not listed in secrets",
                        "XF126", severity="warning")
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_path(compiled: Any, body: str, pointer: str, report: Reporter) -> None:
