@@ -246,6 +246,15 @@ def workflows(draw: st.DrawFn) -> dict[str, Any]:
 
 
 JUNK = [None, 0, -1, 1.5, "", "x", [], {}, True, False, [1], {"bogus": 1}]
+STATE_TYPES = ["sleep", "event", "operation", "parallel", "switch", "inject", "foreach", "callback"]
+#: field names of 0.8 objects, transplanted onto random objects by the "transplant" mutation.
+FIELD_NAMES = ["actions", "action", "branches", "data", "duration", "end", "transition", "eventRef", "eventRefs",
+               "onEvents", "onErrors", "dataConditions", "eventConditions", "defaultCondition", "timeouts",
+               "usedForCompensation", "compensatedBy", "stateDataFilter", "eventDataFilter", "actionDataFilter",
+               "functionRef", "subFlowRef", "sleep", "condition", "inputCollection", "completionType",
+               "numCompleted", "exclusive", "mode", "schedule", "stateName", "workflowId", "refName",
+               "errorRef", "errorRefs", "produceEvents", "continueAs", "terminate", "compensate", "nextState",
+               "metadata", "name", "type", "id", "key", "retryRef", "invoke", "eventTimeout", "stateExecTimeout"]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -264,7 +273,8 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
     """A random valid workflow with one spot broken (which may or may not make it invalid)."""
     document = copy.deepcopy(draw(workflows()))
     path = draw(st.sampled_from(_paths(document)))
-    operation = draw(st.sampled_from(["delete", "replace", "add-key", "end-and-transition", "empty"]))
+    operation = draw(st.sampled_from(["delete", "replace", "add-key", "end-and-transition", "empty",
+                                      "retype", "transplant", "transplant"]))
     if not path:
         document.pop(draw(st.sampled_from(sorted(document))))
         return document
@@ -280,6 +290,15 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
     elif operation == "add-key" and isinstance(target, dict):
         target[draw(st.sampled_from(["bogus", "end", "transition", "name", "type", "actions", "eventRef"]))] = draw(
             st.sampled_from(["x", True, [], {}]))
+    elif operation == "retype" and isinstance(target, dict):
+        target["type"] = draw(st.sampled_from(STATE_TYPES))
+    elif operation == "transplant" and isinstance(target, dict):
+        # a known field name with a value that occurs somewhere in this document
+        donor_path = draw(st.sampled_from(_paths(document)))
+        value: Any = document
+        for step in donor_path:
+            value = value[step]
+        target[draw(st.sampled_from(FIELD_NAMES))] = copy.deepcopy(value)
     elif operation == "end-and-transition" and isinstance(target, dict):
         target["end"] = True
         target["transition"] = "A"
