@@ -39,14 +39,16 @@ class UnknownInstance(XFlowError):
 
 @dataclass(frozen=True)
 class WorkflowRef:
-    """What a durable instance records about its definition: where it was loaded from and the
-    SHA-256 of the file, so a resumed instance replays the definition it started with."""
+    """What a durable instance records about its definition: the file it was loaded from, the
+    SHA-256 of its text, and the text itself, so a resumed instance replays exactly the definition
+    it started with even if the file has changed since."""
 
     path: str
     sha256: str
+    source: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "sha256": self.sha256}
+        return {"path": self.path, "sha256": self.sha256, "source": self.source}
 
 
 class InstanceHandle:
@@ -139,29 +141,26 @@ class Runtime:
         """Load, validate and compile a workflow file (raises
         :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic). Loading the same
         unchanged file again returns the same plan."""
-        source = Path(path).resolve()
+        source_path = Path(path).resolve()
         try:
-            digest = hashlib.sha256(source.read_bytes()).hexdigest()
-        except OSError as error:
-            raise XFlowError(f"cannot read workflow file {path}: {error.strerror}") from None
-        plan = self._plans.get(digest)
+            text = source_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            raise XFlowError(f"cannot read workflow file {path}: {reason}") from None
+        return self._compile(WorkflowRef(str(source_path), _digest(text), text), shown_as=str(path))
+
+    def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
+        plan = self._plans.get(ref.sha256)
         if plan is None:
-            plan = execution.load_plan(source)
-            self._plans[digest] = plan
-        self._refs[id(plan)] = WorkflowRef(str(source), digest)
+            plan = execution.load_plan(ref.source, Path(ref.path), shown_as or ref.path)
+            self._plans[ref.sha256] = plan
+        self._refs[id(plan)] = ref
         return plan
 
-    def _plan_for(self, ref: Mapping[str, str]) -> "WorkflowPlan":
-        """The plan a recorded instance started with (loaded again after a restart)."""
-        plan = self._plans.get(ref["sha256"])
-        if plan is not None:
-            return plan
-        plan = self.load(ref["path"])
-        if self._refs[id(plan)].sha256 != ref["sha256"]:
-            raise XFlowError(
-                f"workflow file {ref['path']} changed since the instance started; "
-                "restore the original file to resume it")
-        return plan
+    def _plan_for(self, recorded: Mapping[str, str]) -> "WorkflowPlan":
+        """The plan a recorded instance started with (compiled again after a restart, from the
+        recorded text: the file may have changed or gone)."""
+        return self._compile(WorkflowRef(recorded["path"], recorded["sha256"], recorded["source"]))
 
     # --- instances -------------------------------------------------------------------------------
     async def start(self, plan: "WorkflowPlan", input: Any = None, *,
@@ -298,6 +297,10 @@ async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
     loop's default executor, which DBOS replaces with its own pool and shuts down on destroy."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xflow-lifecycle") as executor:
         return await asyncio.get_running_loop().run_in_executor(executor, function, *args)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def run_sync(workflow: str | Path, input: Any = None, *, engine: EngineName = "inprocess",

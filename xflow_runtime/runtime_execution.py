@@ -28,11 +28,12 @@ class RecordedFailure(WorkflowFailed):
         return (type(self), (self.instance_id, self.error))
 
 
-def load_plan(path: Path) -> "WorkflowPlan":
+def load_plan(source: str, path: Path, shown_as: str) -> "WorkflowPlan":
+    """Compile workflow text read from ``path`` (references resolve next to it; diagnostics name
+    it ``shown_as``). Raises :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic."""
     from xflow_runtime.definition import load_workflow
 
-    loaded = load_workflow(path)  # raises DefinitionError with every diagnostic
-    return loaded.plan
+    return load_workflow(source, source_name=shown_as, base_dir=path.parent).plan
 
 
 class Services:

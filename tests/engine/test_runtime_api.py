@@ -167,3 +167,18 @@ def test_run_sync_runs_one_instance_to_its_output(files) -> None:
 def test_a_workflow_file_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(XFlowError, match="cannot read workflow file"):
         Runtime().load(tmp_path / "absent.yaml")
+
+
+async def test_a_resumed_instance_replays_the_definition_it_started_with(files, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    first = Runtime("durable", database_url=url, functions={"charge": Charges()})
+    await first.start(first.load(files["approval"]), {"amount": 7}, instance_id="order-7")
+    for _ in range(200):
+        if len((await first.describe("order-7"))["states"]) == 2:
+            break
+        await asyncio.sleep(0.05)
+    await first.close()
+    files["approval"].write_text("this file is no longer a workflow: {")  # edited meanwhile
+    async with Runtime("durable", database_url=url, functions={"charge": Charges()}) as second:
+        await second.send_event(APPROVED, instance_id="order-7")
+        assert (await second.instance("order-7").result())["receipt"] == {"charged": 7}
