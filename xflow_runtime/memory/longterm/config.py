@@ -1,0 +1,112 @@
+"""Settings: what an ``aiagent`` step asks for, and how a :class:`LongTermMemory` is wired.
+
+Per step (both off by default)::
+
+    longTermMemory: {enabled: true, injectRecent: 10}
+    factExtraction: {enabled: true, model: gpt-4o-mini, minUserTurns: 3, lastMessages: 15}
+
+Per runtime (:class:`LongTermOptions`): the embedding model (``None`` → keyword search only),
+the endpoint for embedding and extraction calls, the dedup threshold and search tuning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from xflow_runtime.memory.longterm.errors import LongTermMemoryError
+
+DEFAULT_INJECT_RECENT = 10
+DEFAULT_MIN_USER_TURNS = 3
+DEFAULT_LAST_MESSAGES = 15
+DEFAULT_DEDUP_THRESHOLD = 0.90
+DEFAULT_SEARCH_LIMIT = 10
+MAX_SEARCH_LIMIT = 50
+
+
+def _int_field(raw: Mapping[str, Any], key: str, default: int, minimum: int, where: str) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise LongTermMemoryError(f"{where}.{key} must be an integer ≥ {minimum}, found {value!r}")
+    return value
+
+
+def _mapping(raw: Any, known: set[str], where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise LongTermMemoryError(f"{where} must be an object")
+    unknown = set(raw) - known
+    if unknown:
+        raise LongTermMemoryError(f"{where}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
+    enabled = raw.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise LongTermMemoryError(f"{where}.enabled must be true or false")
+    return raw
+
+
+@dataclass(frozen=True)
+class LongTermMemorySettings:
+    """A step's ``longTermMemory``: the three tools and the injected block of recent memories."""
+
+    enabled: bool = False
+    inject_recent: int = DEFAULT_INJECT_RECENT
+
+    @classmethod
+    def from_definition(cls, raw: Mapping[str, Any] | None) -> "LongTermMemorySettings":
+        if raw is None:
+            return cls()
+        raw = _mapping(raw, {"enabled", "injectRecent"}, "longTermMemory")
+        return cls(enabled=raw.get("enabled", False),
+                   inject_recent=_int_field(raw, "injectRecent", DEFAULT_INJECT_RECENT, 0, "longTermMemory"))
+
+
+@dataclass(frozen=True)
+class FactExtractionSettings:
+    """A step's ``factExtraction``: background extraction after a turn, facts injected later."""
+
+    enabled: bool = False
+    model: str | None = None  # None: the step's own model
+    min_user_turns: int = DEFAULT_MIN_USER_TURNS
+    last_messages: int = DEFAULT_LAST_MESSAGES
+    inject_recent: int = DEFAULT_INJECT_RECENT
+
+    @classmethod
+    def from_definition(cls, raw: Mapping[str, Any] | None) -> "FactExtractionSettings":
+        if raw is None:
+            return cls()
+        raw = _mapping(raw, {"enabled", "model", "minUserTurns", "lastMessages"}, "factExtraction")
+        model = raw.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise LongTermMemoryError("factExtraction.model must be a non-empty string")
+        return cls(enabled=raw.get("enabled", False), model=model,
+                   min_user_turns=_int_field(raw, "minUserTurns", DEFAULT_MIN_USER_TURNS, 1, "factExtraction"),
+                   last_messages=_int_field(raw, "lastMessages", DEFAULT_LAST_MESSAGES, 1, "factExtraction"))
+
+
+@dataclass(frozen=True)
+class LongTermOptions:
+    """How a :class:`~xflow_runtime.memory.longterm.LongTermMemory` reaches models and searches.
+
+    ``api_base``/``api_key`` are passed to litellm for embedding and extraction calls (e.g. the
+    scripted model server, or a gateway); ``None`` uses litellm's provider defaults.
+    """
+
+    embedding_model: str | None = None
+    embedding_dimensions: int | None = None  # ask the provider for this size (if it supports it)
+    api_base: str | None = None
+    api_key: str | None = None
+    dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD
+    #: a scope with at most this many vectors is searched exactly (scope first); above it, the
+    #: per-model HNSW index with pgvector's iterative scan (verified complete, else exact)
+    exact_search_threshold: int = 5000
+    candidates_per_source: int = 20
+    rrf_k: int = 60
+    extraction_max_attempts: int = 5
+    extraction_retry_base_s: float = 1.0
+    extraction_timeout_s: float = 120.0
+    extra_params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.dedup_threshold <= 1.0:
+            raise LongTermMemoryError("dedup_threshold must be in (0, 1]")
+        if self.candidates_per_source < 1 or self.rrf_k < 1 or self.extraction_max_attempts < 1:
+            raise LongTermMemoryError("candidates_per_source, rrf_k and extraction_max_attempts must be ≥ 1")

@@ -1,0 +1,76 @@
+"""Embeddings through litellm (imported on first use). Failures degrade to keyword search.
+
+Vectors are L2-normalised here, so cosine similarity is a dot product everywhere (SQLite's
+in-process search, the dedup check) and pgvector's cosine distance agrees with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from xflow_runtime.memory.longterm.config import LongTermOptions
+
+_log = logging.getLogger("xflow_runtime.memory.longterm")
+
+
+@dataclass(frozen=True)
+class Embedded:
+    model: str
+    vectors: list[list[float]]
+
+    @property
+    def dimensions(self) -> int:
+        return len(self.vectors[0]) if self.vectors else 0
+
+
+def normalise(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(value * value for value in vector))
+    return [float(value) / norm for value in vector] if norm else [float(value) for value in vector]
+
+
+class Embedder:
+    """Calls ``litellm.aembedding`` with the options' model and endpoint."""
+
+    def __init__(self, options: LongTermOptions):
+        self.options = options
+
+    @property
+    def model(self) -> str | None:
+        return self.options.embedding_model
+
+    async def embed(self, texts: Sequence[str]) -> Embedded | None:
+        """Vectors for ``texts``, or ``None`` when no model is configured or the call failed
+        (logged; callers fall back to keyword search)."""
+        if not self.options.embedding_model or not texts:
+            return None
+        try:
+            response = await self._call(list(texts))
+            vectors = [normalise(item["embedding"] if isinstance(item, dict) else item.embedding)
+                       for item in response.data]
+        except Exception as error:  # provider down, bad key, odd payload: keyword search still works
+            _log.warning("embedding with %s failed (%s); keyword search only for this call",
+                         self.options.embedding_model, type(error).__name__)
+            return None
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) != 1:
+            _log.warning("embedding with %s returned malformed vectors; ignored", self.options.embedding_model)
+            return None
+        return Embedded(self.options.embedding_model, vectors)
+
+    async def _call(self, texts: list[str]) -> Any:
+        from xflow_runtime._env import apply_offline_defaults
+
+        apply_offline_defaults()
+        import litellm
+
+        litellm.suppress_debug_info = True
+        kwargs: dict[str, Any] = dict(self.options.extra_params)
+        if self.options.api_base:
+            kwargs["api_base"] = self.options.api_base
+        if self.options.api_key:
+            kwargs["api_key"] = self.options.api_key
+        if self.options.embedding_dimensions:
+            kwargs["dimensions"] = self.options.embedding_dimensions
+        return await litellm.aembedding(model=self.options.embedding_model, input=texts, **kwargs)

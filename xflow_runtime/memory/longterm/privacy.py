@@ -1,0 +1,80 @@
+"""Consent and erasure (synchronous SQL; run inside ``write_transaction``).
+
+A user's subject row (keyed by a hash of tenant and user) holds their consent and an erasure
+epoch. Erasing bumps the epoch and deletes every row of the user in the same transaction; a
+fact-extraction job carries the epoch it was queued under and writes only if the epoch is
+unchanged, checked under the subject row's lock in the transaction that writes — so an
+extraction in flight during an erasure cannot write the user's data back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from xflow_runtime.memory.longterm.scope import subject_key
+from xflow_runtime.storage.longterm_models import MemorySubjectRow
+from xflow_runtime.storage.models import utcnow
+
+subjects = MemorySubjectRow.__table__
+
+
+def _ensure_subject(connection: Connection, key: str) -> None:
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    connection.execute(insert(subjects).values(subject_key=key, consent=None, erasure_epoch=0,
+                                               updated_at=utcnow()).on_conflict_do_nothing())
+
+
+def read_subject(connection: Connection, tenant: str, user: str, *, lock: bool = False) -> tuple[bool | None, int]:
+    """``(consent, erasure epoch)``; ``lock`` takes the row lock (creating the row if needed)."""
+    key = subject_key(tenant, user)
+    query = select(subjects.c.consent, subjects.c.erasure_epoch).where(subjects.c.subject_key == key)
+    if lock:
+        _ensure_subject(connection, key)
+        query = query.with_for_update()
+    row = connection.execute(query).first()
+    return (None, 0) if row is None else (row.consent, row.erasure_epoch)
+
+
+def set_consent(connection: Connection, tenant: str, user: str, consent: bool | None) -> None:
+    key = subject_key(tenant, user)
+    _ensure_subject(connection, key)
+    connection.execute(update(subjects).where(subjects.c.subject_key == key)
+                       .values(consent=consent, updated_at=utcnow()))
+
+
+# (receipt name, statement): every store of a user's data, children before parents.
+_ERASE_POSTGRES = [
+    ("extraction_jobs", "DELETE FROM xflow_extraction_jobs WHERE tenant_id = :tenant AND user_id = :user"),
+    ("facts", "DELETE FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user AND kind = 'fact'"),
+    ("memories", "DELETE FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user"),
+    ("chat_messages", "DELETE FROM xflow_chat_messages WHERE tenant_id = :tenant AND user_id = :user"),
+    ("chats", "DELETE FROM xflow_chats WHERE tenant_id = :tenant AND user_id = :user"),
+]
+_COUNT_EMBEDDINGS = ("SELECT count(*) FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user "
+                     "AND embedding IS NOT NULL")
+# SQLite: the FTS rows go with their base rows through triggers; this sweep also removes entries
+# a VACUUM may have detached from their rowid (so nothing of the user survives in an index).
+_SWEEP_SQLITE = ("chat_messages_index",
+                 "DELETE FROM xflow_chat_messages_fts WHERE chat_id IN "
+                 "(SELECT id FROM xflow_chats WHERE tenant_id = :tenant AND user_id = :user)")
+
+
+def erase(connection: Connection, tenant: str, user: str) -> tuple[dict[str, int], int]:
+    """Delete everything of ``user`` in ``tenant`` (every agent); return counts and the new epoch."""
+    key = subject_key(tenant, user)
+    _ensure_subject(connection, key)
+    epoch = connection.execute(update(subjects).where(subjects.c.subject_key == key)
+                               .values(erasure_epoch=subjects.c.erasure_epoch + 1, updated_at=utcnow())
+                               .returning(subjects.c.erasure_epoch)).scalar_one()
+    params: dict[str, Any] = {"tenant": tenant, "user": user}
+    counts = {"embeddings": connection.execute(text(_COUNT_EMBEDDINGS), params).scalar_one()}
+    statements = list(_ERASE_POSTGRES)
+    if connection.dialect.name == "sqlite":
+        statements.insert(3, _SWEEP_SQLITE)
+    for name, statement in statements:
+        counts[name] = connection.execute(text(statement), params).rowcount or 0
+    counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
+    return counts, epoch
