@@ -4,6 +4,7 @@
     xflow schema --name agents    # one schema by file name
     xflow schema --list           # the schema names and their $ids
     xflow schema --write DIR      # every schema file into DIR (for editors, CI, docs)
+    xflow schema --bundle         # the root schema as one self-contained file (no cross-file $refs)
 """
 
 from __future__ import annotations
@@ -28,13 +29,23 @@ def register(subparsers: Any, name: str) -> None:
                         help="schema to print, by file name without .json (default: %(default)s)")
     parser.add_argument("--list", action="store_true", help="list the schema names and their $ids")
     parser.add_argument("--write", metavar="DIR", type=Path,
-                        help="write every schema file into DIR (created if missing)")
+                        help="write every schema file into DIR (created if missing); with --bundle, "
+                        "write workflow.bundle.json there too")
+    parser.add_argument("--bundle", action="store_true",
+                        help="print the root schema as one self-contained file (for editors that "
+                        "cannot follow references between files)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         files = schema_registry.schema_files()
+        if args.bundle:
+            bundle = schema_registry.bundled_schema()
+            if args.write is None:
+                print(json.dumps(bundle, indent=2, ensure_ascii=False))
+                return 0
+            files = {**files, "workflow.bundle": bundle}
         if args.write is not None:
             return _write_all(files, args.write)
         if args.list:

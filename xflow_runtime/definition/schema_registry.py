@@ -93,6 +93,42 @@ def validator(name: str = ROOT_SCHEMA) -> "Validator":
     return Draft202012Validator(schema(name), registry=registry())
 
 
+def bundled_schema() -> dict[str, Any]:
+    """The root schema as one self-contained document, for tools that cannot follow references
+    between files (some editors, code generators).
+
+    Every definition of another file ``x.json`` is copied into ``$defs`` as ``x.<name>`` and every
+    ``$ref`` is rewritten to a local pointer, so the bundle needs no registry and no network.
+    """
+    files = _load_schema_files()
+    root = files[ROOT_SCHEMA]
+    defs: dict[str, Any] = {}
+    for name, document in files.items():
+        for def_name, definition in document.get("$defs", {}).items():
+            key = def_name if name == ROOT_SCHEMA else f"{name}.{def_name}"
+            defs[key] = _localise_refs(definition, name)
+    bundle = {key: _localise_refs(value, ROOT_SCHEMA) for key, value in root.items() if key != "$defs"}
+    bundle["$id"] = SCHEMA_BASE_URI + "workflow.bundle.json"
+    bundle["$defs"] = defs
+    return bundle
+
+
+def _localise_refs(node: Any, file_name: str) -> Any:
+    """Rewrite ``x.json#/$defs/d`` and ``#/$defs/d`` (inside ``file_name``) to ``#/$defs/x.d``."""
+    if isinstance(node, dict):
+        result = {key: _localise_refs(value, file_name) for key, value in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target_file, _, pointer = ref.partition("#")
+            target = target_file.removesuffix(".json") if target_file else file_name
+            def_name = pointer.removeprefix("/$defs/")
+            result["$ref"] = f"#/$defs/{def_name}" if target == ROOT_SCHEMA else f"#/$defs/{target}.{def_name}"
+        return result
+    if isinstance(node, list):
+        return [_localise_refs(value, file_name) for value in node]
+    return node
+
+
 def workflow_validator() -> "Validator":
     """The cached validator of a whole workflow document (``schemas/workflow.json``).
 
