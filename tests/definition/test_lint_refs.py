@@ -47,6 +47,7 @@ def test_xf105_unknown_event() -> None:
     assert lines(BASE.replace("- eventRef: Pong", "- eventRef: Pang")) == [
         "wf.yaml:52:21 /states/2/end/produceEvents/0/eventRef: event 'Pang' is not defined in events "
         "(did you mean 'Pong'?) [XF105 unknown-event]"]
+    assert "XF105" not in codes(BASE)
 
 
 def test_xf106_consuming_a_produced_event_and_producing_a_consumed_one() -> None:
@@ -77,6 +78,7 @@ def test_xf107_unknown_retry() -> None:
     assert lines(BASE.replace("retryRef: Twice", "retryRef: Thrice")) == [
         "wf.yaml:32:19 /states/0/actions/0/retryRef: retry strategy 'Thrice' is not defined in retries (did you mean 'Twice'?) "
         "[XF107 unknown-retry]"]
+    assert "XF107" not in codes(BASE)
 
 
 def test_xf108_unknown_error_in_on_errors_and_retryable_errors() -> None:

@@ -62,7 +62,19 @@ def test_xf115_duplicate_definition_names() -> None:
     ]
 
 
+def test_xf115_passing_case_and_duplicate_tools() -> None:
+    from tests.definition.test_lint_refs import AGENT
+
+    assert "XF115" not in codes(BASE)
+    agent = BASE.replace("      end: true\n", "      transition: Agent\n") + AGENT.replace("{tool_ref}", "greet")
+    tool = "      - name: lookup\n        description: look things up\n        execution:\n          functionRef: greet\n"
+    twice = agent.replace(tool, tool + tool)
+    assert lines(twice) == ["wf.yaml:65:15 /states/3/tools/1/name: duplicate tool name 'lookup' (first defined at "
+                            "/states/3/tools/0) [XF115 duplicate-definition-name]"]
+
+
 def test_xf116_switch_with_both_kinds_of_conditions() -> None:
+    assert "XF116" not in codes(BASE)
     text = BASE.replace("    defaultCondition:\n", "    eventConditions:\n      - eventRef: Ping\n"
                                                     "        transition: Done\n    defaultCondition:\n")
     assert "wf.yaml:44:5 /states/1/eventConditions: a switch state has either dataConditions or " \
