@@ -153,3 +153,53 @@ def test_unresolved_uri_sections_get_a_loader_hint():
     with pytest.raises(DefinitionError, match="load_workflow"):
         compile_plan(yaml.safe_load("id: x\nspecVersion: '0.8'\nfunctions: file://f.json\n"
                                     "states: [{name: s, type: inject, data: {}, end: true}]"))
+
+
+VALID = {
+    "id": "fuzz", "specVersion": "0.8",
+    "functions": [{"name": "f", "type": "custom", "operation": "f"}],
+    "events": [{"name": "e", "type": "t", "source": "s", "correlation": [{"contextAttributeName": "k"}]}],
+    "errors": [{"name": "x", "code": "ValueError"}],
+    "retries": [{"name": "r", "maxAttempts": 3, "delay": "PT1S"}],
+    "states": [
+        {"name": "a", "type": "operation", "actions": [{"functionRef": {"refName": "f", "arguments": {"v": "${ .v }"}},
+                                                         "retryRef": "r"}],
+         "onErrors": [{"errorRef": "x", "end": True}], "transition": "b"},
+        {"name": "b", "type": "switch", "dataConditions": [{"condition": ".v", "transition": "c"}],
+         "defaultCondition": {"end": True}},
+        {"name": "c", "type": "foreach", "inputCollection": ".xs", "actions": [{"functionRef": "f"}],
+         "transition": "d"},
+        {"name": "d", "type": "event", "onEvents": [{"eventRefs": ["e"]}], "end": True},
+    ],
+}
+
+_junk = st.none() | st.booleans() | st.integers() | st.text(max_size=4) | st.lists(st.integers(), max_size=2) \
+    | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, prefix + (index,))
+
+
+_ALL_PATHS = [path for path in _paths(VALID) if path]
+
+
+@given(st.sampled_from(_ALL_PATHS), _junk)
+def test_any_malformed_value_is_a_definition_error_never_a_traceback(path, junk):
+    import copy
+
+    document = copy.deepcopy(VALID)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = junk
+    try:
+        compile_plan(document)
+    except DefinitionError as exc:
+        assert str(exc)

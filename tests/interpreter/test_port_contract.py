@@ -161,3 +161,69 @@ states:
   end: true
 """, {}, functions={"mark": mark})
     assert order == ["fast", "mid", "slow"]
+
+
+async def test_transition_compensates_before_producing_events():
+    sink = []
+    calls = []
+    result = await run("""
+functions: [{name: f, type: custom, operation: f}]
+events: [{name: moved, type: moved, kind: produced}]
+states:
+- {name: A, type: inject, data: {}, compensatedBy: undoA, transition: B}
+- name: B
+  type: inject
+  data: {b: 1}
+  transition: {nextState: C, compensate: true, produceEvents: [{eventRef: moved, data: "${ .undone }"}]}
+- {name: C, type: inject, data: {c: 1}, end: true}
+- {name: undoA, type: operation, usedForCompensation: true, actions: [{functionRef: f}], end: true}
+""", {}, functions={"f": lambda _: calls.append("undo") or {"undone": True}}, event_sink=sink.append)
+    assert calls == ["undo"] and sink[0]["data"] is True
+    assert result.output == {"b": 1, "undone": True, "c": 1}
+
+
+async def test_event_source_must_match_exactly():
+    result = await run("""
+events: [{name: E, type: t, source: /rooms/kitchen}]
+states:
+- {name: s, type: event, timeouts: {eventTimeout: PT1M}, onEvents: [{eventRefs: [E]}], end: true}
+""".replace("name: s, type: event", "name: s, type: event"), {"none": True},
+        events=[event("t", "/rooms/+", {"wild": 1}), event("t", "/rooms/kitchen/", {"slash": 1})])
+    # start state: exclusive, so the timeout is ignored and nothing matching ever arrives
+    assert result.error["code"] == "stalled"
+
+
+async def test_action_condition_sees_state_data_not_the_from_state_data_input():
+    seen = []
+    await run("""
+functions: [{name: f, type: custom, operation: f}]
+states:
+- name: s
+  type: operation
+  actions: [{functionRef: f, condition: "${ .go }", actionDataFilter: {fromStateData: .inner}}]
+  end: true
+""", {"go": True, "inner": {"x": 1}}, functions={"f": lambda args: seen.append(args)})
+    assert seen == [{"x": 1}]
+
+
+async def test_action_exec_timeout_applies_to_each_attempt_separately():
+    attempts = []
+
+    async def slow_then_fast(_):
+        attempts.append(1)
+        if len(attempts) == 1:
+            await asyncio.sleep(0.2)
+        return {"attempts": len(attempts)}
+
+    result = await run("""
+functions: [{name: f, type: custom, operation: f}]
+errors: [{name: slow, code: timeout}]
+retries: [{name: r, maxAttempts: 2, delay: PT1S}]
+states:
+- name: s
+  type: operation
+  timeouts: {actionExecTimeout: PT0.05S}
+  actions: [{functionRef: f, retryRef: r}]
+  end: true
+""", {}, functions={"f": slow_then_fast})
+    assert result.output == {"attempts": 2}

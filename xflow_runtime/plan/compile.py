@@ -34,7 +34,25 @@ from xflow_runtime.plan.templates import compile_template
 
 def compile_plan(document: Mapping[str, Any], *, base_dir: str | None = None,
                  source_name: str | None = None) -> WorkflowPlan:
-    """Compile ``document`` once; the plan is immutable and shared by every instance."""
+    """Compile ``document`` once; the plan is immutable and shared by every instance.
+
+    Every problem is a :class:`DefinitionError`. A document that skipped schema validation can hold
+    shapes the compiler does not expect; those are reported as "malformed" at the state being
+    compiled rather than as a Python traceback.
+    """
+    tracker: list[str] = [""]
+    try:
+        return _compile_plan(document, base_dir, source_name, tracker)
+    except DefinitionError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        where = tracker[0] or "/"
+        raise DefinitionError([f"{where}: malformed workflow document ({type(exc).__name__}: {exc}); "
+                               "check it with `xflow validate`"]) from None
+
+
+def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name: str | None,
+                  tracker: list[str]) -> WorkflowPlan:
     if not isinstance(document, Mapping):
         raise DefinitionError([f"a workflow document must be an object, found {type(document).__name__}"])
     raw_states = document.get("states")
@@ -70,7 +88,11 @@ def compile_plan(document: Mapping[str, Any], *, base_dir: str | None = None,
         base_dir=base_dir,
         source_name=source_name,
     )
-    states = {raw["name"]: compile_state(raw, ctx, f"/states/{i}") for i, raw in enumerate(raw_states)}
+    states = {}
+    for i, raw in enumerate(raw_states):
+        tracker[0] = f"/states/{i}"
+        states[raw["name"]] = compile_state(raw, ctx, f"/states/{i}")
+    tracker[0] = ""
 
     start = document.get("start")
     if isinstance(start, Mapping):
