@@ -126,10 +126,11 @@ def test_progress_lines_name_each_state_entered() -> None:
 
     stream = io.StringIO()
     printer = ProgressPrinter(stream)
-    printer({"seq": 0, "at": 10.0, "event": "workflow_started"})
+    printer({"seq": 0, "at": 10.0, "event": "workflow_started", "instance_id": "i-1"})
     printer({"seq": 1, "at": 10.5, "event": "state_entered", "state": "Approve"})
     printer({"seq": 2, "at": 11.0, "event": "state_failed", "state": "Approve"})
-    assert stream.getvalue().splitlines() == ["  → Approve  +0.500s", "  ✗ Approve  +1.000s"]
+    printer({"seq": 3, "at": 11.5, "event": "workflow_failed"})
+    assert stream.getvalue().splitlines() == ["instance i-1", "  → Approve  +0.500s", "  ✗ Approve  +1.000s"]
 
 
 def test_ephemeral_runs_import_nothing_durable_or_ai(workdir) -> None:
@@ -143,3 +144,25 @@ def test_ephemeral_runs_import_nothing_durable_or_ai(workdir) -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=workdir, capture_output=True, text=True,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert done.stderr.strip().splitlines()[-1] == "0 []"
+
+
+def test_an_interrupted_durable_run_says_how_to_resume(workdir) -> None:
+    import os
+    import signal
+    import time
+
+    (workdir / "waits.yaml").write_text(
+        'id: waits\nspecVersion: "0.8"\nstart: Wait\nevents: [{name: Go, type: go, source: /t}]\n'
+        "states:\n  - name: Wait\n    type: event\n    onEvents: [{eventRefs: [Go]}]\n    end: true\n")
+    process = subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "run", "waits.yaml", "--id", "w-1"],
+                               cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 60
+    while not (workdir / ".xflow" / "xflow.sqlite").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # let it reach the wait
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "xflow resume w-1" in err
+    assert "Traceback" not in err

@@ -56,7 +56,7 @@ def resume_command(args: argparse.Namespace) -> int:
             handle = await runtime.resume(args.instance_id)
             return await handle.result()
 
-    return guarded(resume)
+    return guarded(resume, resumable=args.instance_id)
 
 
 def list_command(args: argparse.Namespace) -> int:

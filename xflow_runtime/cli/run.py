@@ -87,9 +87,13 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     from contextlib import nullcontext
 
+    # A durable instance gets its id here, so an interrupted run can say how to resume it.
+    instance_id = args.instance_id or (None if args.ephemeral else str(uuid.uuid4()))
+    resumable = None if args.ephemeral else instance_id
     try:
         with _scripted_llm(args.llm_script) if args.llm_script else nullcontext():
-            return guarded(lambda: _run(Path(args.file), data, events, args.instance_id, options))
+            return guarded(lambda: _run(Path(args.file), data, events, instance_id, options),
+                           resumable=resumable)
     except XFlowError as error:  # an unreadable or malformed reply script
         print(f"xflow run: {error}", file=sys.stderr)
         return 2
@@ -113,10 +117,15 @@ async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id:
         return await handle.result()
 
 
-def guarded(run: Callable[[], Any]) -> int:
-    """Run a coroutine factory, print its output as JSON, and map errors to exit codes."""
+def guarded(run: Callable[[], Any], *, resumable: str | None = None) -> int:
+    """Run a coroutine factory, print its output as JSON, and map errors to exit codes.
+    ``resumable``: the id of the durable instance being run, named if the run is interrupted."""
     try:
         output = asyncio.run(run())
+    except KeyboardInterrupt:
+        hint = f"; the instance continues with: xflow resume {resumable}" if resumable else ""
+        print(f"interrupted{hint}", file=sys.stderr)
+        return 130
     except DefinitionError as error:
         print(str(error), file=sys.stderr)
         return 2
@@ -241,6 +250,8 @@ class ProgressPrinter:
     def __call__(self, record: dict[str, Any]) -> None:
         if self.started is None:
             self.started = record["at"]
+            if record.get("instance_id"):
+                print(f"instance {record['instance_id']}", file=self.stream, flush=True)
         if record.get("event") in ("state_entered", "state_failed") and record.get("state"):
             mark = "→" if record["event"] == "state_entered" else "✗"
             elapsed = record["at"] - self.started
