@@ -59,7 +59,8 @@ class Conversation:
             if record["event"] == "agent_reply":
                 self.replies.put_nowait(record)
 
-        self.context = ExecutionContext(observer=observe, services={"llm": client(server)}, **context)
+        services = {"llm": client(server), **context.pop("services", {})}
+        self.context = ExecutionContext(observer=observe, services=services, **context)
         self.task = asyncio.ensure_future(execute(self.plan, input or {}, port=self.engine, context=self.context))
 
     async def reply(self) -> dict[str, Any]:
