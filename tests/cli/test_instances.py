@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_list_on_an_empty_store_says_so(cli, workdir) -> None:
     result = cli("list")
@@ -89,3 +91,15 @@ def test_resuming_a_finished_instance_prints_its_output(cli, workdir) -> None:
     resumed = cli("resume", "done")
     assert resumed.code == 0, resumed.err
     assert resumed.json()["name"] == "B"
+
+
+@pytest.mark.postgres
+def test_run_list_and_show_on_postgresql(cli, workdir, postgres_database_url: str) -> None:
+    run = cli("run", "greet.yaml", "--db", postgres_database_url, "--id", "on-pg", "--input", '{"name": "P"}')
+    assert run.code == 0, run.err
+    assert run.json()["name"] == "P"
+    rows = [json.loads(line) for line in cli("list", "--db", postgres_database_url, "--json").out.splitlines()]
+    assert [(r["instance_id"], r["status"]) for r in rows] == [("on-pg", "SUCCESS")]
+    shown = json.loads(cli("show", "on-pg", "--db", postgres_database_url).out)
+    assert [visit["state"] for visit in shown["states"]] == ["Greet"]
+    assert not (workdir / ".xflow").exists()  # nothing went to the default SQLite store
