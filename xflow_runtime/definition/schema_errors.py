@@ -112,6 +112,10 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
         allowed = [str(v) for v in _allowed_values(error)]
         code = "XF055" if _STATE_TYPE.match(pointer) else "XF054"
         yield pointer, f"{_show(instance)} is not one of {_join(allowed)}{_suggest(instance, allowed)}", code, False
+    elif kind == "not":
+        reason = _rule(error) or ": this combination is not allowed"
+        name = pointer.rsplit("/", 1)[-1] if pointer else "this value"
+        yield pointer, f"{name!r} is not allowed here{reason}", "XF050", True
     elif kind == "minItems":
         found = "an empty array" if not instance else f"{len(instance)} item(s)"
         yield pointer, f"found {found}, expected at least {value} item(s)", "XF050", False
@@ -217,6 +221,8 @@ def _show(value: Any) -> str:
 
 
 def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, (dict, list)):
         return "an object" if isinstance(value, dict) else f"an array of {len(value)}"
     return f"{json_type(value)} {_show(value)}"
