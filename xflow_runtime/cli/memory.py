@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable
 from xflow_runtime.errors import XFlowError
 
 #: modules adding sub-commands to ``xflow memory``, in help order
-PROVIDERS: tuple[str, ...] = ("xflow_runtime.memory.chat.cli",)
+PROVIDERS: tuple[str, ...] = ("xflow_runtime.memory.chat.cli", "xflow_runtime.cli.memory_longterm")
 
 
 def register(subparsers: Any, name: str) -> None:
