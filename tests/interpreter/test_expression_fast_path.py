@@ -37,3 +37,31 @@ def test_same_result_with_and_without_unused_variables(data):
     plain = compile_expression("[.a, .b, (.c // 0)]")
     with_variable = compile_expression("[.a, .b, (.c // 0)] | . + [$CONST.k] | .[:3]")
     assert plain.evaluate(data, VARIABLES) == with_variable.evaluate(data, VARIABLES)
+
+
+_DATA = st.recursive(st.none() | st.integers() | st.text(max_size=2),
+                     lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3) | st.lists(inner, max_size=2),
+                     max_leaves=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([".", ".a", ".a.b", ".b.c.a", "${ .a.c }", " .c "]), _DATA)
+def test_plain_paths_agree_with_jq_including_its_errors(text, data):
+    from xflow_runtime.errors import ExpressionError
+    from xflow_runtime.expressions.jq_expressions import _compile, _wrap, strip_expression
+
+    body = strip_expression(text)
+    program = _compile(_wrap(body, (), path=True), body)
+    try:
+        expected = program.input_value(data).all()[0]
+    except ValueError:
+        with pytest.raises(ExpressionError):
+            compile_expression(text, as_path=True).path(data, VARIABLES)
+        return
+    assert compile_expression(text, as_path=True).path(data, VARIABLES) == expected
+
+
+@pytest.mark.parametrize("text", [".a[0]", '.["a b"]', ".a | .b", ".a.b?", "$CONST.x"])
+def test_other_paths_still_go_through_jq(text):
+    expression = compile_expression(text, as_path=True)
+    assert expression._static_path is None

@@ -65,6 +65,8 @@ class JqExpression:
     _path_program: Any = field(default=None, repr=False, compare=False)
     #: The declared variables the text actually mentions; only these are passed to libjq.
     _bound: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    #: For a plain ``.a.b`` path expression, its path, known without running jq.
+    _static_path: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def evaluate_all(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[Any]:
         """Every output of the program on ``data``."""
@@ -82,6 +84,8 @@ class JqExpression:
         """The location the expression names (jq ``path(EXPR)``), for ``toStateData`` and the like."""
         if self._path_program is None:
             raise ExpressionError("expression was not compiled as a path", expression=self.text)
+        if self._static_path is not None and _walkable(data, self._static_path):
+            return list(self._static_path)
         result = _single(_run(self._path_program, self.text, data, self._bound, variables), self.text)
         if not isinstance(result, list):
             raise ExpressionError("expression does not name a location", expression=self.text)
@@ -105,7 +109,8 @@ class ExpressionCache:
         bound = tuple(name for name in names if f"${name}" in body)
         program = _compile(_wrap(body, bound, path=False), body)
         path_program = _compile(_wrap(body, bound, path=True), body) if as_path else None
-        expression = JqExpression(body, names, program, path_program, bound)
+        static_path = _static_path(body) if as_path else None
+        expression = JqExpression(body, names, program, path_program, bound, static_path)
         with self._lock:
             self._items.setdefault(key, expression)
         return expression
@@ -136,6 +141,30 @@ def interpolate(template: str, data: Any, variables: Mapping[str, Any] | None = 
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
     return _EMBEDDED.sub(replace, template)
+
+
+_PLAIN_PATH = re.compile(r"^(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def _static_path(body: str) -> tuple[str, ...] | None:
+    """``.a.b`` → ``("a", "b")``, ``.`` → ``()``; ``None`` for anything jq must work out."""
+    if body == ".":
+        return ()
+    if _PLAIN_PATH.match(body):
+        return tuple(body[1:].split("."))
+    return None
+
+
+def _walkable(data: Any, path: tuple[str, ...]) -> bool:
+    """Whether jq's ``path()`` would succeed: every step indexes an object or null."""
+    current = data
+    for key in path:
+        if current is None:
+            return True
+        if not isinstance(current, dict):
+            return False
+        current = current.get(key)
+    return True
 
 
 def _wrap(body: str, names: tuple[str, ...], *, path: bool) -> str:
