@@ -85,7 +85,13 @@ async def test_open_twice_is_idempotent_and_uses_one_migration_chain(sqlite_url:
         with memory.engine.connect() as connection:
             versions = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all()
         memory.close()
-        assert versions == [head_revision()] == ["0001_chat_memory"]
+        assert versions == [head_revision()]
+    from alembic.script import ScriptDirectory
+
+    from xflow_runtime.storage.migrate import _config
+
+    chain = [r.revision for r in ScriptDirectory.from_config(_config()).walk_revisions()]
+    assert chain[-1] == "0001_chat_memory" and chain[0] == head_revision()  # one linear chain
 
 
 def test_concurrent_first_opens_migrate_once(database_url: str) -> None:

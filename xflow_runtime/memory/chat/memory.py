@@ -159,14 +159,14 @@ class ChatMemory:
                  "token_counts": {counter.encoding: counter.raw_count(m)}} for m in turn]
         try:
             with write_transaction(self._engine) as connection:
-                chat_id, last = repo.lock_or_create_chat(connection, key, _title(turn))
-                new_last = repo.insert_messages(connection, key, chat_id, last, rows)
+                chat_id, first = repo.reserve_sequences(connection, key, len(rows), _title(turn))
+                repo.insert_messages(connection, key, chat_id, first, rows)
         except (StatementError, TypeError, ValueError) as exc:  # e.g. content that is not JSON
             cause = exc.orig if isinstance(exc, StatementError) else exc  # (rolled back)
             if not isinstance(cause, (TypeError, ValueError)):
                 raise
             raise ChatMemoryError(f"could not store the turn: {cause}") from exc
-        return AppendResult(chat_id, last + 1, new_last)
+        return AppendResult(chat_id, first, first + len(rows) - 1)
 
     # -- management ---------------------------------------------------------------------------
 

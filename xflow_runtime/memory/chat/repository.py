@@ -41,34 +41,40 @@ def _scope_filter(key: ChatKey) -> list[Any]:
             _chats.c.user_id == key.user, _chats.c.memory_id == key.memory_id]
 
 
-def lock_or_create_chat(connection: Connection, key: ChatKey, title: str | None) -> tuple[str, int]:
-    """Return ``(chat id, last sequence)`` with the chat row locked for this transaction."""
-    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+def reserve_sequences(connection: Connection, key: ChatKey, count: int,
+                      title: str | None) -> tuple[str, int]:
+    """Bump the chat's counter by ``count`` and return ``(chat id, first reserved sequence)``.
+
+    The UPDATE takes the chat row's lock until the transaction ends, so concurrent writers of
+    one chat queue here and their sequences never interleave; a rollback returns the numbers.
+    The chat is created (``INSERT … ON CONFLICT DO NOTHING``) the first time only.
+    """
     now = utcnow()
-    connection.execute(insert(_chats).values(
-        id=uuid.uuid4().hex, tenant_id=key.tenant, agent_id=key.agent, user_id=key.user,
-        memory_id=key.memory_id, title=title, metadata={}, last_sequence=0, created_at=now,
-        updated_at=now,
-    ).on_conflict_do_nothing())
-    row = connection.execute(select(_chats.c.id, _chats.c.last_sequence)
-                             .where(*_scope_filter(key)).with_for_update()).one()
-    return row.id, row.last_sequence
+    bump = (update(_chats).where(*_scope_filter(key))
+            .values(last_sequence=_chats.c.last_sequence + count, updated_at=now)
+            .returning(_chats.c.id, _chats.c.last_sequence))
+    row = connection.execute(bump).first()
+    if row is None:
+        insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+        connection.execute(insert(_chats).values(
+            id=uuid.uuid4().hex, tenant_id=key.tenant, agent_id=key.agent, user_id=key.user,
+            memory_id=key.memory_id, title=title, metadata={}, last_sequence=0, created_at=now,
+            updated_at=now,
+        ).on_conflict_do_nothing())
+        row = connection.execute(bump).one()
+    return row.id, row.last_sequence - count + 1
 
 
-def insert_messages(connection: Connection, key: ChatKey, chat_id: str, last_sequence: int,
-                    rows: Sequence[dict[str, Any]]) -> int:
-    """Insert ``rows`` (role, parts, token_counts) after ``last_sequence``; return the new last."""
+def insert_messages(connection: Connection, key: ChatKey, chat_id: str, first_sequence: int,
+                    rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``rows`` (role, parts, token_counts) as one turn from ``first_sequence`` on."""
     turn_id = uuid.uuid4().hex
     now = utcnow()
     connection.execute(_messages.insert(), [
-        {"chat_id": chat_id, "sequence": last_sequence + i + 1, "turn_id": turn_id,
+        {"chat_id": chat_id, "sequence": first_sequence + i, "turn_id": turn_id,
          "tenant_id": key.tenant, "agent_id": key.agent, "user_id": key.user,
          "session_id": key.session, "position_in_turn": i, "created_at": now, **row}
         for i, row in enumerate(rows)])
-    new_last = last_sequence + len(rows)
-    connection.execute(update(_chats).where(_chats.c.id == chat_id, *_scope_filter(key))
-                       .values(last_sequence=new_last, updated_at=now))
-    return new_last
 
 
 def newest_first(connection: Connection, key: ChatKey, first_batch: int) -> Iterator[Row[Any]]:
