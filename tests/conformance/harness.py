@@ -17,6 +17,7 @@ hook to read the clock at the start and end of the instance.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import re
 import tempfile
@@ -159,16 +160,27 @@ def build_stub(name: str, spec: dict[str, Any], log: CallLog) -> Callable[[Any],
         if delay:
             await asyncio.sleep(delay)
         if "raises" in step:
-            failure = step["raises"] or {}
-            status = failure.get("status")
-            raise WorkflowError(str(failure.get("message", "stub failure")), name=failure.get("name"),
-                                code=failure.get("code"), status=int(status) if status is not None else None)
+            raise _failure(step["raises"] or {})
         if "compute" in step:
             return _jq(step["compute"], arguments)
         return json.loads(json.dumps(step.get("returns")))  # a fresh copy per call
 
     stub.__name__ = f"stub_{name}"
     return stub
+
+
+def _failure(spec: dict[str, Any]) -> Exception:
+    """``{exception: ValueError, message}`` → that built-in exception (a plain Python failure);
+    otherwise a :class:`WorkflowError` with the given name, code and HTTP status."""
+    message = str(spec.get("message", "stub failure"))
+    if "exception" in spec:
+        kind = getattr(builtins, str(spec["exception"]), None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            raise CaseFormatError(f"raises.exception {spec['exception']!r} is not a built-in exception class")
+        return kind(message)
+    status = spec.get("status")
+    return WorkflowError(message, name=spec.get("name"), code=spec.get("code"),
+                         status=int(status) if status is not None else None)
 
 
 def _delay_of(spec: dict[str, Any], step: dict[str, Any], arguments: Any) -> float:
