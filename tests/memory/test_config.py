@@ -51,6 +51,15 @@ def test_enabled_and_scope(memory: dict, expected: ScopeMode) -> None:
     assert settings.mode is expected and settings.enabled == (expected is not ScopeMode.NONE)
 
 
+@pytest.mark.parametrize("kwargs", [{"agent": ""}, {"agent": "a", "tenant": ""},
+                                    {"agent": "a", "mode": "global"}])
+def test_bad_scopes_are_clear_errors(kwargs: dict) -> None:
+    from xflow_runtime.memory.chat import ChatScope
+
+    with pytest.raises(ChatMemoryError):
+        ChatScope(**kwargs)
+
+
 def test_user_scope_keys_by_user_not_by_memory_id() -> None:
     settings = MemorySettings.from_definition({"scope": "user", "memoryId": "${ .sessionId }"})
     monday = settings.scope(agent="wf", instance_id="i1", data={"sessionId": "a"}, user="alice")

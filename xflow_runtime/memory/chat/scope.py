@@ -55,7 +55,11 @@ class ChatScope:
     mode: ScopeMode = ScopeMode.SESSION
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mode", ScopeMode(self.mode))
+        try:
+            object.__setattr__(self, "mode", ScopeMode(self.mode))
+        except ValueError:
+            raise ChatMemoryError(f"unknown chat memory scope {self.mode!r}: expected none, "
+                                  "session or user") from None
         if not self.tenant or not self.agent:
             raise ChatMemoryError("chat memory scope needs a non-empty tenant and agent")
 
