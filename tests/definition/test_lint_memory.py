@@ -62,3 +62,14 @@ def test_xf124_sizing_field_of_the_other_type_alone_is_a_warning() -> None:
 def test_with_the_real_schema_each_memory_problem_is_reported_once() -> None:
     found = check_workflow(_with_memory("{memoryId: s1, memoryType: token_window}"), source_name="wf.yaml")
     assert [(d.pointer, d.code) for d in found.diagnostics] == [("/states/3/memory", "XF052")]
+
+
+def test_xf131_inline_json_schemas_must_be_valid() -> None:
+    bad_output = AGENT_TEXT.replace("    output: {type: object}\n", "    output: {type: string, pattern: '['}\n")
+    assert [str(d) for d in check_workflow(bad_output, source_name="wf.yaml").diagnostics] == [
+        "wf.yaml:59:37 /states/3/output/pattern: not a valid JSON Schema: '[' is not a 'regex' "
+        "[XF131 invalid-inline-schema]"]
+    bad_tool = AGENT_TEXT.replace("        description: look things up\n", "        description: look things up\n"
+                                  "        parameters: {schema: {type: object, propertyNames: {pattern: '(('}}}\n")
+    assert [d.code for d in check_workflow(bad_tool).diagnostics] == ["XF131"]
+    assert check_workflow(AGENT_TEXT).diagnostics == []

@@ -9,6 +9,7 @@ from xflow_runtime.definition.lint_hints import check_top_level_keys
 from xflow_runtime.definition.lint_flow import check_compensation, check_reachability
 from xflow_runtime.definition.lint_memory import check_memory
 from xflow_runtime.definition.lint_refs import check_references
+from xflow_runtime.definition.lint_schemas import check_inline_schemas
 from xflow_runtime.definition.lint_states import check_names, check_state_rules, check_targets
 from xflow_runtime.definition.lint_values import check_durations, check_parallel
 from xflow_runtime.definition.walk import Reporter
@@ -16,7 +17,7 @@ from xflow_runtime.definition.walk import Reporter
 RULES: tuple[Callable[[dict[str, Any], Reporter], None], ...] = (
     check_names, check_targets, check_state_rules, check_references, check_compensation,
     check_reachability, check_expressions, check_memory, check_durations, check_parallel,
-    check_top_level_keys,
+    check_top_level_keys, check_inline_schemas,
 )
 
 
