@@ -166,3 +166,20 @@ def test_an_interrupted_durable_run_says_how_to_resume(workdir) -> None:
     assert process.returncode == 130
     assert "xflow resume w-1" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("total, decision, status", [(50, None, "approved"), (120, True, "approved"),
+                                                     (120, False, "rejected")])
+def test_the_order_approval_example_runs_end_to_end(cli, workdir, engine, total, decision, status) -> None:
+    arguments = ["run", str(REPO / "workflows" / "order-approval.yaml"), *engine, "--events-out", "out.jsonl",
+                 "--input", json.dumps({"order": {"id": "A-1", "total": total}})]
+    if decision is not None:
+        arguments += ["--event", json.dumps({"type": "order.approval", "source": "/approvals",
+                                             "data": {"approved": decision, "by": "ana"}})]
+    result = cli(*arguments)
+    assert result.code == 0, result.err
+    assert result.json()["status"] == status
+    assert result.json()["grossTotal"] == round(total * 1.21, 2)
+    [produced] = [json.loads(line) for line in (workdir / "out.jsonl").read_text().splitlines()]
+    assert produced["data"] == {"order": "A-1", "status": status}
