@@ -193,3 +193,20 @@ states:
 - {name: second, type: event, onEvents: [{eventRefs: [B]}], end: true}
 """, {}, events=[event("b.type", "src", {"b": 1}), event("a.type", "src", {"a": 1})])
     assert result.output == {"a": 1, "b": 1}
+
+
+async def test_async_event_ref_emits_the_trigger_in_order_without_waiting():
+    sink = []
+    result = await run("""
+events:
+- {name: Ask, type: ask, kind: produced}
+- {name: Answer, type: answer, source: s}
+- {name: After, type: after, kind: produced}
+states:
+- name: s
+  type: operation
+  actions: [{eventRef: {triggerEventRef: Ask, resultEventRef: Answer, invoke: async, data: {q: 1}}}]
+  end: {produceEvents: [{eventRef: After}]}
+""", {"x": 1}, event_sink=sink.append)
+    assert result.output == {"x": 1}
+    assert [e["type"] for e in result.produced_events] == ["ask", "after"] == [e["type"] for e in sink]

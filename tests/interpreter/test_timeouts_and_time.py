@@ -135,3 +135,24 @@ states:
   end: true
 """)
     assert result.status == "failed" and result.error["code"] == "stalled"
+
+
+async def test_state_timeout_passes_the_data_reached_so_far_to_on_errors():
+    calls = []
+    result = await run("""
+functions: [{name: step, type: custom, operation: step}]
+errors: [{name: TooSlow, code: timeout}]
+states:
+- name: Steps
+  type: operation
+  timeouts: {stateExecTimeout: PT12M}
+  actions:
+  - {functionRef: {refName: step, arguments: {n: 1}}, sleep: {before: PT5M}}
+  - {functionRef: {refName: step, arguments: {n: 2}}, sleep: {before: PT5M}}
+  - {functionRef: {refName: step, arguments: {n: 3}}, sleep: {before: PT5M}}
+  onErrors: [{errorRef: TooSlow, transition: Late}]
+  end: true
+- {name: Late, type: inject, data: {late: true}, end: true}
+""", {}, functions={"step": lambda args: calls.append(args["n"]) or {f"step{args['n']}": True}})
+    assert calls == [1, 2]
+    assert result.output == {"step1": True, "step2": True, "late": True}

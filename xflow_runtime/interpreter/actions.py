@@ -5,6 +5,7 @@ sleep.after → results → toStateData/merge. Every call that has an effect goe
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -46,6 +47,9 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             result = await perform(run, action, data, f"{scope}/{i}", timeouts)
         except Failure as failure:
             raise failure.with_data(data)
+        except asyncio.CancelledError:  # a state timeout: keep what was merged for onErrors
+            run.progress[scope] = data
+            raise
         if result is not SKIPPED:
             data = merge_action_result(data, action.filter, result, action.label, run.variables)
     return data
@@ -63,12 +67,16 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
         raise Failure.from_exception(exc) from None
     if action.sleep_before:
         await run.port.sleep(action.sleep_before)
-    if action.invoke == "async":
+    if action.invoke == "async" and isinstance(action.ref, EventRef):
+        # Producing the trigger event is the whole call: do it now, so it is ordered and listed.
+        await _fire_and_forget(run, action, action_input, f"{step}:{action.label}#1")
+        result: Any = SKIPPED
+    elif action.invoke == "async":
         ref = action.ref
         # Only subflows with onParentComplete: terminate die with the parent; other async calls finish.
         detached = not (isinstance(ref, SubFlowRef) and ref.on_parent_complete == "terminate")
         run.spawn(_fire_and_forget(run, action, action_input, f"{step}:{action.label}#1"), detached=detached)
-        result: Any = SKIPPED
+        result = SKIPPED
     else:
         result = await _with_retries(run, action, action_input, step, timeouts)
     if action.sleep_after:

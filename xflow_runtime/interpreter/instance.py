@@ -23,6 +23,9 @@ from xflow_runtime.plan.model import PLAIN_END, Action, End, EventDef, Exit, Pro
 from xflow_runtime.plan.states import State, WorkflowPlan
 
 
+_NOTHING = object()
+
+
 class StopRequested(Exception):
     """Raised at a state boundary once a non-interrupting workflow timeout has expired."""
 
@@ -52,6 +55,8 @@ class Instance:
         self.visits = 0
         self.data: Any = None  # the latest state data, for a workflow timeout's runBefore
         self.stop_requested = False  # set by workflowExecTimeout with interrupt: false
+        #: State data reached by action sequences interrupted by a timeout, by step scope.
+        self.progress: dict[str, Any] = {}
         self._observer = context.observer
 
     # --- history ---------------------------------------------------------------------------------
@@ -103,7 +108,13 @@ class Instance:
             if state.filter.output is not None:
                 data = state.filter.output.evaluate(data, self.variables)
         except Exception as exc:  # noqa: BLE001 - matched against onErrors below
-            failure = Failure.from_exception(exc).with_data(data if data is not None else raw_input)
+            failure = Failure.from_exception(exc)
+            if not failure.has_data and self.progress:
+                reached = self._progress_of(scope)
+                if reached is not _NOTHING:
+                    failure.with_data(reached)
+            failure.with_data(data if data is not None else raw_input)
+            self.progress.clear()
             failure.state = failure.state or state.name
             exit = self._handler_for(state, failure)
             if observed:
@@ -117,6 +128,15 @@ class Instance:
             self.record("state_exited", state=state.name, output=data,
                         next=exit.next_state if exit is not None and not isinstance(exit, End) else None)
         return data, exit
+
+    def _progress_of(self, scope: str) -> Any:
+        """The data an interrupted action sequence of this state reached (not a branch's)."""
+        if scope in self.progress:
+            return self.progress[scope]
+        for key in sorted(self.progress):
+            if key.startswith(f"{scope}/e"):
+                return self.progress[key]
+        return _NOTHING
 
     def _handler_for(self, state: State, failure: Failure) -> Exit | None:
         for handler in state.on_errors:
