@@ -183,3 +183,17 @@ def test_the_order_approval_example_runs_end_to_end(cli, workdir, engine, total,
     assert result.json()["grossTotal"] == round(total * 1.21, 2)
     [produced] = [json.loads(line) for line in (workdir / "out.jsonl").read_text().splitlines()]
     assert produced["data"] == {"order": "A-1", "status": status}
+
+
+@pytest.mark.parametrize("command", [["run", "greet.yaml"], ["list"], ["show", "x"]])
+def test_an_unreachable_store_is_a_clear_error_without_the_password(cli, workdir, command) -> None:
+    result = cli(*command, "--db", "postgresql://user:hunter2pw@127.0.0.1:1/nodb")
+    assert result.code == 1
+    assert "cannot open the durable store postgresql://user:***@127.0.0.1:1/nodb" in result.err
+    assert "hunter2pw" not in result.err and "Traceback" not in result.err
+
+
+def test_an_unsupported_store_url_is_a_clear_error(cli, workdir) -> None:
+    result = cli("run", "greet.yaml", "--db", "mysql://user:pw@host/db")
+    assert result.code == 1
+    assert "unsupported database URL 'mysql://user:***@host/db'" in result.err

@@ -168,10 +168,18 @@ class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def _attach_log_handler() -> None:
+def describe_error(error: BaseException) -> str:
+    """A database error in one or two lines: the driver's message, without SQLAlchemy's
+    statement dump and "background" link."""
+    original = getattr(error, "orig", None) or error
+    return " ".join(str(original).split("\n(Background")[0].split())
+
+
+def attach_log_handler() -> None:
     """Give DBOS's logger our handler before DBOS adds its own (it only adds one to a logger
-    that has none)."""
+    that has none), at our level: DBOS's messages duplicate the errors we report."""
     dbos_logger = logging.getLogger("dbos")
+    dbos_logger.setLevel(os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"))
     if not any(isinstance(h, _CurrentStderrHandler) for h in dbos_logger.handlers):
         handler = _CurrentStderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)8s] dbos: %(message)s", "%H:%M:%S"))
@@ -246,14 +254,14 @@ class DurableEngine:
             "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"),
             "notification_listener_polling_interval_sec": 0.05,
         }
-        _attach_log_handler()
+        attach_log_handler()
         try:
             DBOS(config=config)
             DBOS.launch()
         except Exception as error:
             DBOS.destroy()
             raise DurableEngineError(
-                f"cannot open the durable store {_redact(self.database_url)}: {error}") from error
+                f"cannot open the durable store {_redact(self.database_url)}: {describe_error(error)}") from error
         self._launched = True
 
     def shutdown(self) -> None:

@@ -11,7 +11,9 @@ from typing import Any
 from dbos import DBOSClient
 from dbos._error import DBOSStreamTimeoutError
 
-from xflow_runtime.engine.durable import DurableEngineError, _redact, resolve_database_url
+from xflow_runtime.engine.durable import (
+    DurableEngineError, _redact, attach_log_handler, describe_error, resolve_database_url,
+)
 from xflow_runtime.engine.durable_names import EVENT_ENVELOPE_KEY, HISTORY_STREAM, WORKFLOW_NAME
 
 _READ_TIMEOUT_SECONDS = 0.05
@@ -27,11 +29,13 @@ class DurableStore:
 
     async def open(self) -> "DurableStore":
         if self._client is None:
+            attach_log_handler()
             try:
                 self._client = await asyncio.to_thread(
                     DBOSClient, system_database_url=self.database_url, application_name="xflow")
             except Exception as error:
-                raise DurableEngineError(f"cannot open the durable store {self.display_url}: {error}") from error
+                raise DurableEngineError(
+                    f"cannot open the durable store {self.display_url}: {describe_error(error)}") from error
         return self
 
     async def close(self) -> None:
