@@ -1,0 +1,65 @@
+"""Fixtures for long-term memory tests: a LongTermMemory on a fresh SQLite file or a fresh
+PostgreSQL database (real server, pgvector), with embeddings and extraction calls going through
+litellm over HTTP to the scripted model server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from xflow_runtime.memory.longterm import LongTermMemory, LongTermOptions
+from xflow_runtime.testing import ScriptedModelServer
+
+EMBEDDING_MODEL = "openai/text-embedding-3-small"
+EXTRACTION_MODEL = "openai/gpt-4o-mini"
+TODAY = date(2026, 3, 6)  # a Friday: relative dates in the prompt are computed from it
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'longterm.db'}"
+    return request.getfixturevalue("postgres_database_url")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'longterm.db'}"
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def options_for(server: ScriptedModelServer, **overrides: object) -> LongTermOptions:
+    values = dict(embedding_model=EMBEDDING_MODEL, api_base=server.api_base, api_key="test-key",
+                  extraction_retry_base_s=0.05)
+    values.update(overrides)
+    return LongTermOptions(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def memory(database_url: str, model_server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
+    lt = LongTermMemory.open(database_url, options_for(model_server), today=lambda: TODAY)
+    try:
+        yield lt
+    finally:
+        await lt.aclose()
+
+
+@pytest.fixture
+async def sqlite_memory(sqlite_url: str, model_server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
+    lt = LongTermMemory.open(sqlite_url, options_for(model_server), today=lambda: TODAY)
+    try:
+        yield lt
+    finally:
+        await lt.aclose()
+
+
+def embedding_requests(server: ScriptedModelServer) -> list:
+    return [r for r in server.requests if r.path.endswith("/embeddings")]
