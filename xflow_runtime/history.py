@@ -117,7 +117,8 @@ class HistorySummary:
 def summarize(records: Iterable[dict[str, Any]]) -> HistorySummary:
     """Fold records into state visits (a state entered again, in a loop, is a new visit). Records
     of subflows and continuations (another ``instance_id``) are ignored; top-level ones kept."""
-    ordered = sorted(records, key=lambda r: r["seq"])
+    # Keyed by sequence number: a record stored twice (it never should be) counts once.
+    ordered = sorted({r["seq"]: r for r in records}.values(), key=lambda r: r["seq"])
     summary = HistorySummary()
     if not ordered:
         return summary
