@@ -248,12 +248,14 @@ states: [{name: s, type: inject, data: {}, stateDataFilter: {output: "${ {v: $WO
     assert result.output == {"v": "1.0.0", "id": "wf"}
 
 
-async def test_secrets_are_visible_to_expressions():
+async def test_only_declared_secrets_are_visible_to_expressions():
+    history = History()
     result = await run("""
-secrets: [TOKEN]
-states: [{name: s, type: inject, data: {}, stateDataFilter: {output: "${ {t: $SECRETS.TOKEN} }"}, end: true}]
-""", {}, secrets={"TOKEN": "abc"})
-    assert result.output == {"t": "abc"}
+secrets: [TOKEN, ABSENT]
+states: [{name: s, type: inject, data: {}, stateDataFilter: {output: "${ {t: $SECRETS.TOKEN, all: $SECRETS} }"}, end: true}]
+""", {}, secrets={"TOKEN": "abc", "OTHER": "not declared"}, observer=history)
+    assert result.output == {"t": "abc", "all": {"TOKEN": "abc"}}
+    assert history.of("secrets_missing")[0]["names"] == ["ABSENT"]
 
 
 async def test_observer_records_state_inputs_outputs_and_completion():

@@ -75,6 +75,9 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
     """One instance, without following ``continueAs`` (the caller does)."""
     run = Instance(plan, port, context, instance_id, inbox=inbox, scope=scope, parent=parent)
     run.record("workflow_started", workflow=plan.workflow_id, input=input)
+    missing = [name for name in plan.secrets if name not in context.secrets]
+    if missing:
+        run.record("secrets_missing", names=missing)
     try:
         data = _check_input(plan, input, run)
         if plan.version_template is not None:

@@ -45,7 +45,8 @@ class Instance:
         self.correlation: dict[str, Any] = {}
         self.variables: dict[str, Any] = {
             "CONST": plan.constants,
-            "SECRETS": context.secrets,
+            # Only the secrets the workflow declares are visible to its expressions.
+            "SECRETS": {name: context.secrets[name] for name in plan.secrets if name in context.secrets},
             "WORKFLOW": {"id": plan.workflow_id, "name": plan.name, "version": plan.version,
                          "instanceId": instance_id},
         }
