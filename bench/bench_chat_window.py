@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import importlib.util
+import itertools
 import os
 import random
 import statistics
@@ -63,26 +64,24 @@ def sentence(rng: random.Random, words: int) -> str:
 
 
 def make_history(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """Whole turns only, as many as fit in ``n`` messages."""
     rng = random.Random(seed)
     history: list[dict[str, Any]] = []
-    turn = 0
-    while len(history) < n:
-        history.append({"role": "user", "content": sentence(rng, rng.randint(40, 120))})
+    for turn in itertools.count():
+        messages = [{"role": "user", "content": sentence(rng, rng.randint(40, 120))}]
         if rng.random() < 0.3:
             ids = [f"call_{turn}_{i}" for i in range(rng.randint(1, 3))]
-            history.append({"role": "assistant", "content": None, "tool_calls": [
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
                 {"id": cid, "type": "function",
                  "function": {"name": "lookup", "arguments": f'{{"query": "{sentence(rng, 6)}"}}'}}
                 for cid in ids]})
-            history.extend({"role": "tool", "tool_call_id": cid, "content": sentence(rng, 80)}
-                           for cid in ids)
-        history.append({"role": "assistant", "content": sentence(rng, rng.randint(40, 120))})
-        turn += 1
-    while history[-1]["role"] != "assistant" or len(history) > n:  # end on a whole turn
-        history.pop()
-        if len(history) <= n and history[-1]["role"] == "assistant" and "tool_calls" not in history[-1]:
-            break
-    return history
+            messages.extend({"role": "tool", "tool_call_id": cid, "content": sentence(rng, 80)}
+                            for cid in ids)
+        messages.append({"role": "assistant", "content": sentence(rng, rng.randint(40, 120))})
+        if len(history) + len(messages) > n:
+            return history
+        history.extend(messages)
+    raise AssertionError("unreachable")
 
 
 def timings(fn: Callable[[], Any], runs: int, warmup: int = 5) -> list[tuple[float, float]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Text, cast, delete, func, select, update
+from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.chat.scope import ChatKey
@@ -77,28 +77,41 @@ def insert_messages(connection: Connection, key: ChatKey, chat_id: str, first_se
         for i, row in enumerate(rows)])
 
 
+def _window_statements() -> tuple[Any, Any]:
+    """The window read, built once (statement construction costs more than the read itself).
+    The chat is found by scope in a subquery; messages are filtered by scope again."""
+    chat_id = select(_chats.c.id).where(
+        _chats.c.tenant_id == bindparam("tenant"), _chats.c.agent_id == bindparam("agent"),
+        _chats.c.user_id == bindparam("user"), _chats.c.memory_id == bindparam("memory_id"),
+    ).scalar_subquery()
+    # parts come back as JSON text: only the messages kept in the window are decoded
+    newest = (select(_messages.c.chat_id, _messages.c.sequence, _messages.c.role,
+                     cast(_messages.c.parts, Text).label("parts_json"), _messages.c.token_counts)
+              .where(_messages.c.chat_id == chat_id, _messages.c.tenant_id == bindparam("tenant"),
+                     _messages.c.agent_id == bindparam("agent"),
+                     _messages.c.user_id == bindparam("user"))
+              .order_by(_messages.c.sequence.desc()).limit(bindparam("batch")))
+    return newest, newest.where(_messages.c.sequence < bindparam("before"))
+
+
+_NEWEST, _OLDER = _window_statements()
+
+
 def newest_first(connection: Connection, key: ChatKey, first_batch: int) -> Iterator[Row[Any]]:
     """The chat's messages newest first, read lazily in growing batches over the
-    (chat_id, sequence) primary key. The chat is found by scope in the same statement."""
-    chat_id = select(_chats.c.id).where(*_scope_filter(key)).scalar_subquery()
-    # parts come back as JSON text: only the messages kept in the window are decoded
-    columns = (_messages.c.chat_id, _messages.c.sequence, _messages.c.role,
-               cast(_messages.c.parts, Text).label("parts_json"), _messages.c.token_counts)
-    batch = max(1, min(first_batch, _MAX_BATCH))
-    before: int | None = None
+    (chat_id, sequence) primary key."""
+    params: dict[str, Any] = {"tenant": key.tenant, "agent": key.agent, "user": key.user,
+                              "memory_id": key.memory_id,
+                              "batch": max(1, min(first_batch, _MAX_BATCH))}
+    statement = _NEWEST
     while True:
-        query = (select(*columns)
-                 .where(_messages.c.chat_id == chat_id, _messages.c.tenant_id == key.tenant,
-                        _messages.c.agent_id == key.agent, _messages.c.user_id == key.user)
-                 .order_by(_messages.c.sequence.desc()).limit(batch))
-        if before is not None:
-            query = query.where(_messages.c.sequence < before)
-        rows = connection.execute(query).all()
+        rows = connection.execute(statement, params).all()
         yield from rows
-        if len(rows) < batch:
+        if len(rows) < params["batch"]:
             return
-        before = rows[-1].sequence
-        batch = min(batch * 2, _MAX_BATCH)
+        statement = _OLDER
+        params["before"] = rows[-1].sequence
+        params["batch"] = min(params["batch"] * 2, _MAX_BATCH)
 
 
 def store_token_counts(connection: Connection, chat_id: str, counts: dict[int, dict[str, int]]) -> None:
