@@ -172,3 +172,16 @@ def test_provider_slugs_map_to_litellm_prefixes():
     assert config({"provider": "groq"}).model == "groq/gpt-4o"
     assert config({"provider": "azure-openai", "overrideParams": {"model": "dep"}}).model == "azure/dep"
     assert config({"overrideParams": {"model": "openai/gpt-4o"}, "provider": "openai"}).model == "openai/gpt-4o"
+
+
+@pytest.mark.parametrize("base_variable", ["OPENAI_BASE_URL", "OPENAI_API_BASE"])
+async def test_standard_provider_environment_variables_work(scripted_model, monkeypatch, base_variable):
+    scripted_model.record_authorization = True
+    scripted_model.set_script(["from the environment's endpoint"])
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv(base_variable, scripted_model.api_base)
+    result = await LLMClient().complete(node_for_ai_model("gpt-4o"), HELLO, {})
+    assert result["message"]["content"] == "from the environment's endpoint"
+    assert scripted_model.chat_requests[0].headers["authorization"] == "Bearer sk-env-key"
