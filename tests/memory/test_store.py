@@ -3,15 +3,19 @@ modes, memory off, atomic turns, lazy token counts, management."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
-from tests.memory.histories import assistant, tool, turn, user
+from tests.memory.histories import assistant, histories, tool, turn, user
 from xflow_runtime.memory.chat import (ChatMemory, ChatMemoryError, ChatNotFound, ChatScope,
                                        MemorySettings, ScopeMode, TokenCounter, WindowPolicy,
                                        is_valid_window)
+from xflow_runtime.memory.chat.window import window_of
 from xflow_runtime.storage.models import ChatMessage
 
 SCOPE = ChatScope(agent="support", session="s-1", user="alice", tenant="acme")
@@ -171,3 +175,26 @@ async def test_tool_results_are_replayed_verbatim(memory: ChatMemory) -> None:
                 tool("c1", "[]"), assistant("You have 2 orders.")]
     await memory.append_turn(SCOPE, messages, model=MODEL)
     assert await memory.load_window(SCOPE, WindowPolicy(), model=MODEL) == messages
+
+
+_examples = itertools.count()
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(turns=histories, max_messages=st.one_of(st.none(), st.integers(1, 30)),
+       max_tokens=st.one_of(st.none(), st.integers(1, 800)))
+def test_windows_read_from_storage_equal_the_pure_selection(
+        sqlite_memory: ChatMemory, turns: list[list[dict]], max_messages: int | None,
+        max_tokens: int | None) -> None:
+    scope = ChatScope(agent="prop", session=f"s-{next(_examples)}")
+    for messages in turns:
+        sqlite_memory.append_turn_sync(scope, messages, model=MODEL)
+    history = [m for t in turns for m in t]
+    counter = TokenCounter.for_model(MODEL)
+    policy = WindowPolicy("message_window", max_messages=max_messages, max_tokens=max_tokens)
+    expected = window_of([(m["role"], counter.count(m)) for m in history], policy)
+    window = sqlite_memory.resolve_window_sync(scope, policy, model=MODEL)
+    assert window.messages == (history[len(history) - expected.kept:] if expected.kept else [])
+    assert (window.tokens, window.overflow) == (expected.tokens, expected.overflow)
+    assert is_valid_window(window.messages)

@@ -137,7 +137,7 @@ class ChatMemory:
             connection.rollback()
         if missing:
             with self._engine.begin() as connection:
-                repo.store_token_counts(connection, read[0].chat_id, missing)
+                repo.store_token_counts(connection, key, read[0].chat_id, missing)
         if selection.overflow:
             _log.warning("chat memory %s/%s: the newest turn does not fit the window "
                          "(max_messages=%s, max_tokens=%s); the call carries no history",

@@ -114,11 +114,13 @@ def newest_first(connection: Connection, key: ChatKey, first_batch: int) -> Iter
         params["batch"] = min(params["batch"] * 2, _MAX_BATCH)
 
 
-def store_token_counts(connection: Connection, chat_id: str, counts: dict[int, dict[str, int]]) -> None:
+def store_token_counts(connection: Connection, key: ChatKey, chat_id: str,
+                       counts: dict[int, dict[str, int]]) -> None:
     for sequence, token_counts in counts.items():
-        connection.execute(update(_messages).where(_messages.c.chat_id == chat_id,
-                                                   _messages.c.sequence == sequence)
-                           .values(token_counts=token_counts))
+        connection.execute(update(_messages).where(
+            _messages.c.chat_id == chat_id, _messages.c.sequence == sequence,
+            _messages.c.tenant_id == key.tenant, _messages.c.agent_id == key.agent,
+            _messages.c.user_id == key.user).values(token_counts=token_counts))
 
 
 def _info(row: Row[Any]) -> ChatInfo:
