@@ -26,6 +26,8 @@ from xflow_runtime.expressions import compile_expression, is_expression, strip_e
 Site = tuple[str, Any, bool, bool, tuple[str, ...]]
 
 _AGENT = ("agentOutcome",)
+_AGENT_FIELDS = ("systemMessage", "userMessage", "memory", "memoryId", "llmConfig", "relayMessage",
+                 "agentOutcomes", "tools", "execution")
 _FUNCTION_CALL = re.compile(r"^fn:\s*(?P<name>\S+)$")
 _SECRET_USE = re.compile(r"\$SECRETS\s*(?:\.\s*(?P<dot>[A-Za-z_][A-Za-z0-9_]*)|\[\s*\"(?P<key>[^\"]+)\"\s*\])")
 #: path() is evaluated once on null to catch computed values; skip programs that might not stop.
@@ -101,9 +103,12 @@ def _state_sites(state: dict[str, Any], pointer: str) -> Iterator[Site]:
     at = lambda *tokens: join_pointer(pointer, *tokens)  # noqa: E731
     sdf = as_dict(state.get("stateDataFilter"))
     for field in ("input", "output"):
-        yield at("stateDataFilter", field), sdf.get(field), True, False, ()
-    yield at("inputCollection"), state.get("inputCollection"), True, False, ()
-    yield at("outputCollection"), state.get("outputCollection"), True, True, ()
+        if field in sdf:
+            yield at("stateDataFilter", field), sdf[field], True, False, ()
+    if "inputCollection" in state:
+        yield at("inputCollection"), state["inputCollection"], True, False, ()
+    if "outputCollection" in state:
+        yield at("outputCollection"), state["outputCollection"], True, True, ()
     if isinstance(state.get("dataFilter"), str):
         yield at("dataFilter"), state["dataFilter"], True, False, ()
     for condition, condition_pointer in enumerate_dicts(state.get("dataConditions"), at("dataConditions")):
@@ -124,10 +129,12 @@ def _state_sites(state: dict[str, Any], pointer: str) -> Iterator[Site]:
 
 
 def _action_sites(action: dict[str, Any], pointer: str) -> Iterator[Site]:
-    yield join_pointer(pointer, "condition"), action.get("condition"), True, False, ()
+    if "condition" in action:
+        yield join_pointer(pointer, "condition"), action["condition"], True, False, ()
     adf = as_dict(action.get("actionDataFilter"))
     for field in ("fromStateData", "results", "toStateData"):
-        yield join_pointer(pointer, "actionDataFilter", field), adf.get(field), True, field == "toStateData", ()
+        if field in adf:
+            yield join_pointer(pointer, "actionDataFilter", field), adf[field], True, field == "toStateData", ()
     yield from _function_ref_sites(action.get("functionRef"), join_pointer(pointer, "functionRef"))
     event_ref = action.get("eventRef")
     if isinstance(event_ref, dict):
@@ -159,11 +166,14 @@ def _payload(value: Any, pointer: str) -> Iterator[Site]:
 
 def _event_filter(value: Any, pointer: str, extra: tuple[str, ...] = ()) -> Iterator[Site]:
     edf = as_dict(value)
-    yield join_pointer(pointer, "data"), edf.get("data"), True, False, extra
-    yield join_pointer(pointer, "toStateData"), edf.get("toStateData"), True, True, extra
+    for field in ("data", "toStateData"):
+        if field in edf:
+            yield join_pointer(pointer, field), edf[field], True, field == "toStateData", extra
 
 
 def _agent_sites(state: dict[str, Any], pointer: str) -> Iterator[Site]:
+    if not any(field in state for field in _AGENT_FIELDS):
+        return
     at = lambda *tokens: join_pointer(pointer, *tokens)  # noqa: E731
     for field in ("systemMessage", "userMessage"):
         yield at(field), state.get(field), False, False, ()

@@ -73,7 +73,7 @@ class YamlTreeBuilder:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag != _SEQ:
                     self._report(node, pointer, f"YAML tag {node.tag!r} has no JSON equivalent", "XF009")
-                return [self._node(item, join_pointer(pointer, i)) for i, item in enumerate(node.value)]
+                return [self._node(item, f"{pointer}/{i}") for i, item in enumerate(node.value)]
             if node.tag != _MAP:
                 self._report(node, pointer, f"YAML tag {node.tag!r} has no JSON equivalent", "XF009")
             return self._mapping(node, pointer)
