@@ -201,3 +201,26 @@ def test_fn_reference_to_a_non_expression_function_is_a_definition_error():
 functions: [{name: f, type: custom, operation: f}]
 states: [{name: s, type: switch, dataConditions: [{condition: "${ fn:f }", end: true}], defaultCondition: {end: true}}]
 """)
+
+
+async def test_a_function_mutating_its_arguments_cannot_change_state_data_or_the_plan():
+    from tests.interpreter.support import plan as compile_text
+
+    def vandal(arguments):
+        arguments["injected"] = True
+        if "nested" in arguments:
+            arguments["nested"].append("vandal")
+        return None
+
+    compiled = compile_text("""
+functions: [{name: f, type: custom, operation: f}, {name: g, type: custom, operation: g}]
+states:
+- name: s
+  type: operation
+  actions: [{functionRef: f}, {functionRef: {refName: g, arguments: {nested: [1]}}}]
+  end: true
+""")
+    for _ in range(2):
+        result = await run(compiled, {"keep": {"a": 1}}, functions={"f": vandal, "g": vandal})
+        assert result.output == {"keep": {"a": 1}}
+    assert compiled.states["s"].actions[1].ref.arguments.render({}, {}) == {"nested": [1]}

@@ -6,6 +6,7 @@ sleep.after → results → toStateData/merge. Every call that has an effect goe
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -126,7 +127,10 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     variables = run.variables
     if ref.expression is not None:  # pure: evaluated on the action input, nothing to record
         return ref.expression.evaluate(action_input, variables)
-    arguments = action_input if ref.arguments is None else ref.arguments.render(action_input, variables)
+    if ref.arguments is None:  # the action input is shared with the state data: hand out a copy
+        arguments = copy.deepcopy(action_input) if isinstance(action_input, (dict, list)) else action_input
+    else:
+        arguments = ref.arguments.render(action_input, variables)
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
         return await run.port.run_step(step, lambda: _call_python(callable_, arguments))

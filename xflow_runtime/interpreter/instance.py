@@ -10,6 +10,7 @@ next state or the end.
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any, Coroutine
 
 from xflow_runtime.engine.port import EnginePort
@@ -165,6 +166,8 @@ class Instance:
         await self.emit(produced.event, payload, attributes, f"{scope}/produce:{produced.event.name}")
 
     async def emit(self, definition: EventDef, data: Any, attributes: Any, step: str) -> None:
+        if isinstance(data, (dict, list)):  # the payload leaves the instance: never share state data
+            data = copy.deepcopy(data)
         event = await build_event(self.port, definition, data, attributes, self.plan.workflow_id)
         self.produced.append(event)
         self.record("event_produced", event_name=definition.name, type=definition.type, id=event["id"])

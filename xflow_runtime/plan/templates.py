@@ -7,6 +7,7 @@ and returns the cheapest evaluator: a constant when nothing in it is an expressi
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -27,6 +28,10 @@ class Constant(Template):
     value: Any
 
     def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        # A container goes to user code (functions, event sinks): give it a private copy so a
+        # callee that mutates its arguments cannot change the shared, compiled plan.
+        if isinstance(self.value, (dict, list)):
+            return copy.deepcopy(self.value)
         return self.value
 
 
