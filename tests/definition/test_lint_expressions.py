@@ -10,9 +10,11 @@ from tests.definition.test_lint_refs import AGENT
 
 def test_xf121_bad_expression_in_an_always_expression_field() -> None:
     assert lines(BASE.replace("condition: .greeting != null", "condition: .greeting !=")) == [
-        "wf.yaml:42:20 /states/1/dataConditions/0/condition: jq expression does not compile: syntax error, "
-        "unexpected ')' (line 2, column 1 of the expression) (in expression: .greeting !=) "
+        "wf.yaml:42:20 /states/1/dataConditions/0/condition: jq expression does not compile: syntax error: the "
+        "expression ends too early (an operator, bracket or if/then is left open) (in expression: .greeting !=) "
         "[XF121 invalid-expression]"]
+    assert "unexpected '}' (line 1, column 5 of the expression)" in lines(
+        BASE.replace("condition: .greeting != null", "condition: '{a: }'"))[0]
 
 
 def test_xf121_wrapped_argument_is_compiled_but_plain_text_is_literal() -> None:
