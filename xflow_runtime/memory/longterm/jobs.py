@@ -42,12 +42,12 @@ def enqueue(connection: Connection, scope: MemoryScope, *, model: str, messages:
     insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
     now = utcnow()
     job_id = uuid.uuid4().hex
-    result = connection.execute(insert(jobs).values(
+    inserted = connection.execute(insert(jobs).values(
         id=job_id, tenant_id=scope.tenant, agent_id=scope.agent, user_id=scope.user_id,
         dedup_key=dedup_key[:600], source=source, model=model, messages=[dict(m) for m in messages],
         status="pending", attempts=0, erasure_epoch=erasure_epoch, run_after=now, facts_written=0,
-        created_at=now, updated_at=now).on_conflict_do_nothing())
-    return job_id if (result.rowcount or 0) > 0 else None
+        created_at=now, updated_at=now).on_conflict_do_nothing().returning(_c.id)).scalar_one_or_none()
+    return inserted
 
 
 def claim(connection: Connection, lease_s: float) -> Job | None:

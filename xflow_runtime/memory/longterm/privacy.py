@@ -72,9 +72,16 @@ def erase(connection: Connection, tenant: str, user: str) -> tuple[dict[str, int
     params: dict[str, Any] = {"tenant": tenant, "user": user}
     counts = {"embeddings": connection.execute(text(_COUNT_EMBEDDINGS), params).scalar_one()}
     statements = list(_ERASE_POSTGRES)
-    if connection.dialect.name == "sqlite":
+    sqlite_db = connection.dialect.name == "sqlite"
+    if sqlite_db:
+        # overwrite freed pages with zeros, so deleted text does not linger in the file
+        connection.exec_driver_sql("PRAGMA secure_delete = ON")
         statements.insert(3, _SWEEP_SQLITE)
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
+    if sqlite_db:
+        # FTS5 keeps deleted terms in its segments until they are merged: merge now
+        for table in ("xflow_memories_fts", "xflow_chat_messages_fts"):
+            connection.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
     return counts, epoch
