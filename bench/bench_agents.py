@@ -7,7 +7,8 @@ The server runs in its own process (a real provider is remote: its CPU is not ou
 - ``floor_s``: the same 3,000 calls made directly with ``litellm.acompletion`` (same concurrency,
   same messages, no workflow engine) — the cost of litellm + the OpenAI SDK on this machine;
 - ``wall_s``: the 1,000 workflow instances end to end (in-process engine);
-- ``ratio`` = wall / ideal (target ≤ 1.2) and ``ratio_floor`` = wall / floor (our own overhead).
+- ``ratio`` = wall / ideal (target ≤ 1.2) and ``ratio_floor`` = wall / floor (our own overhead);
+- ``single_s`` / ``ratio_single``: one instance alone (best of 5), where latency, not CPU, bounds.
 
 Run: ``python3 bench/bench_agents.py [--instances 1000] [--latency 0.05]``.
 """
@@ -133,6 +134,7 @@ async def main() -> None:
         server, base_url = start_server(script, args.latency)
         try:
             await run_workflows(plan, 20, base_url + "/v1")  # warm up clients and caches
+            single = min([(await run_workflows(plan, 1, base_url + "/v1"))[0] for _ in range(5)])
             floor = await run_floor(args.instances, base_url)
             wall, ok = await run_workflows(plan, args.instances, base_url + "/v1")
         finally:
@@ -141,7 +143,8 @@ async def main() -> None:
     ideal = 3 * args.latency
     print(f"BENCH agents instances={args.instances} llm_calls={3 * args.instances} cores={os.cpu_count()} "
           f"latency_s={args.latency} ideal_s={ideal:.3f} floor_s={floor:.3f} wall_s={wall:.3f} "
-          f"ratio={wall / ideal:.2f} ratio_floor={wall / floor:.2f} completed={ok}")
+          f"ratio={wall / ideal:.2f} ratio_floor={wall / floor:.2f} completed={ok} "
+          f"single_s={single:.3f} ratio_single={single / ideal:.2f}")
 
 
 if __name__ == "__main__":
