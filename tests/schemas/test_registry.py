@@ -145,3 +145,35 @@ def test_cli_bundle_prints_and_writes(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["schema", "--bundle", "--write", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "workflow.bundle.json").read_text())["$id"].endswith("/workflow.bundle.json")
     assert (tmp_path / "agents.json").is_file()
+
+
+def test_an_installed_package_finds_its_force_included_copy(tmp_path: Path) -> None:
+    # A wheel holds the schemas as xflow_runtime/_schemas (pyproject force-include) and no
+    # <repo>/schemas beside the package: lay that out and load the module from there.
+    import shutil
+
+    package = tmp_path / "site" / "xflow_runtime"
+    (package / "definition").mkdir(parents=True)
+    shutil.copy(REPO / "xflow_runtime" / "definition" / "schema_registry.py", package / "definition")
+    shutil.copytree(REPO / "schemas", package / "_schemas")
+    code = ("import importlib.util\n"
+            f"spec = importlib.util.spec_from_file_location('r', {str(package / 'definition' / 'schema_registry.py')!r})\n"
+            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
+            "print(r.schema_dir()); print(r.workflow_validator().is_valid({'id': 'x', 'specVersion': '0.8', "
+            "'states': [{'name': 'a', 'type': 'inject', 'data': {}, 'end': True}]}))")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert output.stdout.split() == [str(package / "_schemas"), "True"]
+
+
+def test_missing_schemas_are_a_clear_error(tmp_path: Path) -> None:
+    import shutil
+
+    package = tmp_path / "xflow_runtime"
+    (package / "definition").mkdir(parents=True)
+    shutil.copy(REPO / "xflow_runtime" / "definition" / "schema_registry.py", package / "definition")
+    code = ("import importlib.util\n"
+            f"spec = importlib.util.spec_from_file_location('r', {str(package / 'definition' / 'schema_registry.py')!r})\n"
+            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
+            "try:\n    r.schema_files()\nexcept r.SchemaNotFound as e:\n    print(e)")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert output.stdout.startswith("the xFlow JSON Schemas were not found")
