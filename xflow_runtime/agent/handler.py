@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
-from xflow_runtime.agent.turn import Counters, Turn
+from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
@@ -111,8 +111,7 @@ def _root_instance_id(run: Any) -> str:
 
 
 def _model_name(state: AIAgentState) -> str:
-    from xflow_runtime.agent.turn import targets_of
-
+    """The model whose tokenizer sizes the history window (the first target's)."""
     return targets_of(state.llm)[0].model
 
 
