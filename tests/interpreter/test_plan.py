@@ -203,3 +203,11 @@ def test_any_malformed_value_is_a_definition_error_never_a_traceback(path, junk)
         compile_plan(document)
     except DefinitionError as exc:
         assert str(exc)
+
+
+@pytest.mark.parametrize("jitter, fraction, seconds", [(0.25, 0.25, 0), ("0.5", 0.5, 0), ("PT2S", 0, 2)])
+def test_jitter_forms(jitter, fraction, seconds):
+    from xflow_runtime.plan.definitions import compile_retry_def
+
+    retry = compile_retry_def({"name": "r", "maxAttempts": 2, "jitter": jitter}, "/retries/0")
+    assert (retry.jitter_fraction, retry.jitter_seconds) == (fraction, seconds)

@@ -78,6 +78,8 @@ def compile_retry_def(raw: Mapping[str, Any], where: str) -> RetryDef:
     attempts = _number(raw.get("maxAttempts", 1), f"{where}/maxAttempts")
     multiplier = raw.get("multiplier")
     jitter = raw.get("jitter")
+    if isinstance(jitter, str) and re.fullmatch(r"\s*(0(\.\d+)?|1(\.0+)?)\s*", jitter):
+        jitter = float(jitter)  # a fraction written as a string
     jitter_fraction = jitter_seconds = 0.0
     if isinstance(jitter, (int, float)) and not isinstance(jitter, bool):
         if not 0 <= jitter <= 1:
