@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import SQLAlchemyError, StatementError
 
 from xflow_runtime.memory.chat import repository as repo
 from xflow_runtime.memory.chat.errors import ChatMemoryError, ChatNotFound
@@ -136,8 +136,7 @@ class ChatMemory:
                                       max_tokens=policy.token_limit)
             connection.rollback()
         if missing:
-            with self._engine.begin() as connection:
-                repo.store_token_counts(connection, key, read[0].chat_id, missing)
+            self._cache_counts(key, read[0].chat_id, missing)
         if selection.overflow:
             _log.warning("chat memory %s/%s: the newest turn does not fit the window "
                          "(max_messages=%s, max_tokens=%s); the call carries no history",
@@ -147,6 +146,15 @@ class ChatMemory:
         return ChatWindow(messages=[_to_message(r.role, json.loads(r.parts_json)) for r in reversed(kept)],
                           tokens=selection.tokens, encoding=counter.encoding,
                           dropped_older=selection.dropped_older, overflow=selection.overflow)
+
+    def _cache_counts(self, key: Any, chat_id: str, counts: dict[int, dict[str, int]]) -> None:
+        """Store counts computed for a new encoding. Best effort: the window is already
+        resolved, and a failure only means the next resolution counts these rows again."""
+        try:
+            with write_transaction(self._engine) as connection:
+                repo.store_token_counts(connection, key, chat_id, counts)
+        except SQLAlchemyError as exc:
+            _log.info("chat memory: token counts not cached (%s)", type(exc).__name__)
 
     def append_turn_sync(self, scope: ChatScope, messages: Sequence[Any], *,
                          model: str | None) -> AppendResult | None:
