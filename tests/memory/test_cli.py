@@ -82,6 +82,12 @@ def test_bad_database_url_is_a_clear_error(capsys) -> None:
     assert code == 1 and err.startswith("xflow memory: ") and "Traceback" not in err
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_in_memory_sqlite_is_refused_with_a_clear_error(url: str, capsys) -> None:
+    code, _, err = run(capsys, "chats", "--db", url)
+    assert code == 1 and "in-memory SQLite is not supported" in err
+
+
 def test_missing_subcommand_is_a_usage_error(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["memory"])

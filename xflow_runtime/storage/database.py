@@ -51,9 +51,8 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
-        if engine.url.database not in (None, "", ":memory:"):
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -68,8 +67,12 @@ def create_database_engine(url: str) -> Engine:
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
-        if database and database != ":memory:":
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if not database or database == ":memory:" or "mode=memory" in str(parsed):
+            # every pooled connection would open its own empty database, so writes made in one
+            # worker thread would be invisible to the next
+            raise DatabaseError("in-memory SQLite is not supported: use a file "
+                                "(sqlite:///path/to/file.db)")
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
     elif parsed.get_backend_name() == "postgresql":
         kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
