@@ -211,3 +211,18 @@ def test_jitter_forms(jitter, fraction, seconds):
 
     retry = compile_retry_def({"name": "r", "maxAttempts": 2, "jitter": jitter}, "/retries/0")
     assert (retry.jitter_fraction, retry.jitter_seconds) == (fraction, seconds)
+
+
+@pytest.mark.parametrize("written, name", [(None, "item"), ("tx", "tx"), ("${ .tx }", "tx")])
+def test_iteration_param_forms(written, name):
+    param = "" if written is None else f"iterationParam: '{written}'\n  "
+    compiled = plan(f"""
+functions: [{{name: f, type: custom, operation: f}}]
+states:
+- name: each
+  type: foreach
+  inputCollection: .xs
+  {param}actions: [{{functionRef: f}}]
+  end: true
+""")
+    assert compiled.states["each"].iteration_param == name

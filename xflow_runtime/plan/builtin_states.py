@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
+
+from xflow_runtime.expressions import is_expression, strip_expression
 
 from xflow_runtime.plan.actions import compile_action, compile_actions, compile_exit, event_filter
 from xflow_runtime.plan.context import CompileContext, require
@@ -126,11 +129,25 @@ def foreach(raw: dict, ctx: CompileContext, common: Common) -> State:
         **common,
         input_collection=ctx.expression(require(raw, "inputCollection", where), f"{where}/inputCollection"),
         output_collection=ctx.expression(raw.get("outputCollection"), f"{where}/outputCollection", path=True),
-        iteration_param=str(raw.get("iterationParam") or "item"),
+        iteration_param=_iteration_param(raw.get("iterationParam"), f"{where}/iterationParam"),
         actions=compile_actions(require(raw, "actions", where), ctx, f"{where}/actions"),
         batch_size=batch,
         mode=_mode(raw, "mode", "parallel", where),
     )
+
+
+def _iteration_param(value: Any, where: str) -> str:
+    """A name; ``${ .name }`` (as in the spec's banking example) is read as ``name``."""
+    if value is None or value == "":
+        return "item"
+    if not isinstance(value, str):
+        raise invalid(where, f"expected a name, found {type(value).__name__}")
+    if is_expression(value):
+        body = strip_expression(value)
+        if not re.fullmatch(r"\.[A-Za-z_][A-Za-z0-9_]*", body):
+            raise invalid(where, f"{value!r} is not a name; write iterationParam: item")
+        return body[1:]
+    return value
 
 
 def event(raw: dict, ctx: CompileContext, common: Common) -> State:
