@@ -20,7 +20,43 @@ from xflow_runtime.errors import DefinitionError
 
 from tests.definition.helpers import BASE
 
-BASE_DOCUMENT: dict[str, Any] = yaml.safe_load(BASE)
+#: The base workflow plus an agent state (tools, memory, outcomes), a foreach and a parallel state,
+#: so mutations reach every walker.
+RICH = BASE.replace("      end: true\n", "      transition: Agent\n") + """\
+  - name: Agent
+    type: aiagent
+    agentName: helper
+    userMessage: "${ .question }"
+    output: {type: object, properties: {answer: {type: string}}}
+    memory: {memoryId: "${ .session }", memoryType: token_window, maxTokens: 500}
+    tools:
+      - name: lookup
+        description: look things up
+        parameters: {schema: {type: object}}
+        execution: {functionRef: {refName: greet, arguments: {q: "${ .q }"}}}
+    agentOutcomes:
+      - condition: "${ $agentOutcome.returnValues.answer != null }"
+        dataFilter: {data: "${ $agentOutcome.returnValues }", toStateData: .answer}
+        transition: Each
+    transition: Each
+  - name: Each
+    type: foreach
+    inputCollection: .items
+    outputCollection: .results
+    iterationParam: item
+    batchSize: 2
+    actions: [{functionRef: inc, sleep: {before: PT1S}}]
+    transition: Fork
+  - name: Fork
+    type: parallel
+    completionType: atLeast
+    numCompleted: 1
+    branches:
+      - {name: A, actions: [{functionRef: greet}]}
+      - {name: B, actions: [{eventRef: {triggerEventRef: Pong, resultEventRef: Ping, data: .x}}]}
+    end: {continueAs: {workflowId: base, data: "${ . }"}}
+"""
+BASE_DOCUMENT: dict[str, Any] = yaml.safe_load(RICH)
 _POSITIONLESS = {"XF006", "XF007"}
 #: raise for a deeper search, e.g. XF_EXAMPLES=2000 python3 -m pytest tests/definition/test_properties.py
 EXAMPLES = int(os.environ.get("XF_EXAMPLES", "150"))
@@ -80,7 +116,7 @@ def mutated_documents(draw: st.DrawFn) -> str:
 
 @st.composite
 def mutated_texts(draw: st.DrawFn) -> str:
-    text = BASE
+    text = RICH
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(text)))
         kind = draw(st.sampled_from(["insert", "delete", "replace"]))
@@ -136,6 +172,10 @@ def test_arbitrary_bytes_never_crash(data: bytes) -> None:
     parsed = parse_source(data, "blob.yaml")
     for diagnostic in parsed.diagnostics:
         _assert_positioned(diagnostic)
+
+
+def test_rich_base_is_valid() -> None:
+    assert check_workflow(RICH).diagnostics == []
 
 
 def test_check_is_deterministic() -> None:

@@ -27,7 +27,7 @@ def check_memory(document: dict[str, Any], report: Reporter) -> None:
         for field in ("maxMessages", "maxTokens"):
             if field in memory and not _positive_int(memory[field]):
                 report(at(field), f"{field} must be a positive integer, found {memory[field]!r}", "XF123")
-        if memory_type not in _SIZING:
+        if not isinstance(memory_type, str) or memory_type not in _SIZING:
             continue  # the schema reports unknown memory types
         own = _SIZING[memory_type]
         other = next(f for t, f in _SIZING.items() if t != memory_type)
