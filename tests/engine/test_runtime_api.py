@@ -182,3 +182,76 @@ async def test_a_resumed_instance_replays_the_definition_it_started_with(files, 
     async with Runtime("durable", database_url=url, functions={"charge": Charges()}) as second:
         await second.send_event(APPROVED, instance_id="order-7")
         assert (await second.instance("order-7").result())["receipt"] == {"charged": 7}
+
+
+TIMED = """
+id: timed
+specVersion: "0.8"
+start: Quick
+events:
+  - {name: Go, type: go, source: /t}
+functions:
+  - {name: charge, type: custom, operation: charge}
+states:
+  - name: Quick
+    type: operation
+    timeouts: {stateExecTimeout: PT1S}
+    actions:
+      - functionRef: {refName: charge, arguments: {amount: 1}}
+        actionDataFilter: {toStateData: "${ .receipt }"}
+    transition: Wait
+  - name: Wait
+    type: event
+    onEvents: [{eventRefs: [Go]}]
+    end: true
+"""
+
+
+async def test_a_timeout_that_did_not_fire_does_not_fire_on_replay_after_its_time(tmp_path: Path) -> None:
+    """The Quick state raced its 1 s timeout and won; the instance is recovered after that second
+    has passed. Replaying Quick must not let the (long expired) timer win this time."""
+    (tmp_path / "timed.yaml").write_text(TIMED)
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    charges = Charges()
+    first = Runtime("durable", database_url=url, functions={"charge": charges})
+    await first.start(first.load(tmp_path / "timed.yaml"), {}, instance_id="timed-1")
+    for _ in range(200):
+        if [s["state"] for s in (await first.describe("timed-1"))["states"]] == ["Quick", "Wait"]:
+            break
+        await asyncio.sleep(0.05)
+    await first.close()
+    await asyncio.sleep(1.2)  # Quick's timer is now in the past
+    async with Runtime("durable", database_url=url, functions={"charge": charges}) as second:
+        await second.send_event({"type": "go", "source": "/t"}, instance_id="timed-1")
+        assert await second.instance("timed-1").result() == {"receipt": {"charged": 1}}
+    assert charges.calls == [1]
+
+
+async def test_a_timeout_that_fired_fires_again_on_replay(tmp_path: Path) -> None:
+    """The reverse: the timer won the first time (the action was slower), so the replay takes
+    the onErrors path again instead of waiting for the action."""
+    slow_timed = TIMED.replace("PT1S", "PT0.2S").replace(
+        "    transition: Wait\n  - name: Wait",
+        "    onErrors: [{errorRef: Timeout, transition: Wait}]\n    transition: Wait\n  - name: Wait",
+    ).replace("functions:", "errors:\n  - {name: Timeout, code: timeout}\nfunctions:")
+    (tmp_path / "timed.yaml").write_text(slow_timed)
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    calls: list[int] = []
+
+    async def slow_charge(amount: int) -> dict[str, Any]:
+        calls.append(amount)
+        await asyncio.sleep(1.0)
+        return {"charged": amount}
+
+    first = Runtime("durable", database_url=url, functions={"charge": slow_charge})
+    await first.start(first.load(tmp_path / "timed.yaml"), {}, instance_id="timed-2")
+    for _ in range(200):
+        if [s["state"] for s in (await first.describe("timed-2"))["states"]] == ["Quick", "Wait"]:
+            break
+        await asyncio.sleep(0.05)
+    await first.close()
+    async with Runtime("durable", database_url=url, functions={"charge": slow_charge}) as second:
+        await second.send_event({"type": "go", "source": "/t"}, instance_id="timed-2")
+        assert await second.instance("timed-2").result() == {}
+        described = await second.describe("timed-2")
+    assert described["states"][0]["error"]["code"] == "timeout"

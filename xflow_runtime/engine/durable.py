@@ -22,6 +22,7 @@ Importing this module imports DBOS: only the durable paths import it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import pickle
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
+from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
 from xflow_runtime.engine.durable_names import (
     APPLICATION_VERSION,
@@ -74,11 +76,18 @@ class DurablePort:
     record twice; records not flushed before a crash are reported again by the replay.
     """
 
-    def __init__(self, instance_id: str, history: "HistoryBuffer | None" = None) -> None:
+    def __init__(self, instance_id: str, history: "HistoryBuffer | None" = None,
+                 replay: "ReplayFrontier | None" = None) -> None:
         self.instance_id = instance_id
         self.history = history
+        self.replay = replay or ReplayFrontier(instance_id, None)
+
+    # Each call draws every DBOS operation number it needs before its first suspension
+    # (``DBOS.reserve_step`` and DBOS calls draw synchronously): when the interpreter races a
+    # timer against work, the numbers then do not depend on which side's I/O finishes first.
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
+        slot = DBOS.reserve_step()
         await self._flush_when_full()
 
         async def step() -> T:
@@ -87,11 +96,33 @@ class DurablePort:
             except Exception as error:  # recorded by DBOS, so it must survive pickling
                 raise _picklable(error) from None
 
-        return await DBOS.run_step_async({"name": name}, step)
+        return await slot.run_async({"name": name}, step)
 
     async def sleep(self, seconds: float) -> None:
+        """A durable timer that records whether it *fired*.
+
+        The interpreter races timers against work (state and action timeouts). A plain DBOS
+        sleep records only its wake-up time, so after a restart past that time a replayed timer
+        would fire at once and beat the replay of work that won the first time. Here the wake-up
+        time is a recorded clock reading plus ``seconds``, and the waiting is a step recorded only
+        when the timer fires: a recorded timer fires at once on replay (it fired then); an
+        unrecorded one first waits until the replay has caught up with everything recorded (so
+        work that won the race the first time wins it again).
+        """
+        if seconds <= 0:
+            return
+        clock_slot, timer_slot = DBOS.reserve_step(), DBOS.reserve_step()
         await self.flush()
-        await DBOS.sleep_async(seconds)
+        wake_at = await clock_slot.run_async({"name": "xflow.now"}, _read_clock) + seconds
+        replay = self.replay
+
+        async def wait_until_wake() -> None:
+            await replay.caught_up()
+            remaining = wake_at - time.time()
+            if remaining > 0:
+                await asyncio.sleep(remaining)
+
+        await timer_slot.run_async({"name": "xflow.sleep"}, wait_until_wake)
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
         await self.flush()
@@ -103,20 +134,14 @@ class DurablePort:
         return message[EVENT_ENVELOPE_KEY]
 
     async def now(self) -> float:
+        slot = DBOS.reserve_step()
         await self._flush_when_full()
-
-        async def read_clock() -> float:
-            return time.time()
-
-        return await DBOS.run_step_async({"name": "xflow.now"}, read_clock)
+        return await slot.run_async({"name": "xflow.now"}, _read_clock)
 
     async def new_id(self) -> str:
+        slot = DBOS.reserve_step()
         await self._flush_when_full()
-
-        async def draw_id() -> str:
-            return str(uuid.uuid4())
-
-        return await DBOS.run_step_async({"name": "xflow.new_id"}, draw_id)
+        return await slot.run_async({"name": "xflow.new_id"}, _draw_id)
 
     async def _flush_when_full(self) -> None:
         if self.history is not None and self.history.pending >= HISTORY_BATCH:
@@ -131,13 +156,47 @@ class DurablePort:
             await DBOS.write_stream_async(HISTORY_STREAM, batch)
 
 
+class ReplayFrontier:
+    """Knows whether an instance is still replaying operations recorded by an earlier run.
+
+    DBOS numbers a workflow's operations as they start (``function_id`` of the workflow's
+    context). The instance has caught up once that counter reaches the highest number recorded
+    when this run began; newer records were made by this run, below the counter.
+    """
+
+    POLL_SECONDS = 0.01
+
+    def __init__(self, instance_id: str, workflow_context: Any) -> None:
+        self.instance_id = instance_id
+        self._context = workflow_context
+        self._last_recorded: int | None = None
+
+    async def caught_up(self) -> None:
+        if self._context is None:
+            return
+        if self._last_recorded is None:
+            steps = await DBOS.list_workflow_steps_async(self.instance_id, load_output=False)
+            self._last_recorded = max((step["function_id"] for step in steps), default=-1)
+        while self._context.function_id < self._last_recorded:
+            await asyncio.sleep(self.POLL_SECONDS)
+
+
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def _instance_workflow(request: dict[str, Any]) -> Any:
     if _body is None:
         raise DurableEngineError("no xflow runtime is attached to the durable engine in this process")
     instance_id = DBOS.workflow_id
     assert instance_id is not None
-    return await _body(request, DurablePort(instance_id))
+    frontier = ReplayFrontier(instance_id, get_local_dbos_context())
+    return await _body(request, DurablePort(instance_id, replay=frontier))
+
+
+async def _read_clock() -> float:
+    return time.time()
+
+
+async def _draw_id() -> str:
+    return str(uuid.uuid4())
 
 
 def _picklable(error: Exception) -> Exception:
