@@ -133,3 +133,20 @@ def test_data_input_schema_that_is_not_a_schema(tmp_path: Path) -> None:
     found = check_workflow(_write(tmp_path, "wf.yaml", text), source_name="wf.yaml").diagnostics
     assert [(d.file, d.line, d.code) for d in found] == [("input.yaml", 1, "XF022")]
     assert found[0].message.startswith("not a valid JSON Schema: 'objekt' is not valid")
+
+
+def test_file_uri_is_percent_decoded(tmp_path: Path) -> None:
+    _write(tmp_path, "my defs/functions.yaml", FUNCTIONS_BLOCK)
+    loaded = load_workflow(_workflow_with(tmp_path, "functions: file://my%20defs/functions.yaml\n"))
+    assert len(loaded.document["functions"]) == 2
+
+
+def test_referenced_file_used_twice_is_read_once_and_lint_sees_both(tmp_path: Path) -> None:
+    _write(tmp_path, "defs.yaml", FUNCTIONS_BLOCK + "events:\n  - {name: Ping, type: ping, source: tests}\n"
+                                  "  - {name: Pong, type: pong, kind: produced}\n")
+    text = BASE.replace(FUNCTIONS_BLOCK, "functions: defs.yaml\n").replace(
+        "events:\n  - name: Ping\n    type: ping\n    source: tests\n  - name: Pong\n    type: pong\n"
+        "    kind: produced\n", "events: defs.yaml\n")
+    loaded = load_workflow(_write(tmp_path, "wf.yaml", text))
+    assert [e["name"] for e in loaded.document["events"]] == ["Ping", "Pong"]
+    assert [f["name"] for f in loaded.document["functions"]] == ["greet", "inc"]

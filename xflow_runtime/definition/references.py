@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from xflow_runtime.definition.diagnostics import Diagnostic
 from xflow_runtime.definition.reader import ParsedSource, read_path
@@ -92,7 +92,7 @@ def load_reference(uri: str, pointer: str, context: ReferenceContext) -> tuple[P
         return None
     target = uri.strip().split("#", 1)[0]
     if lowered.startswith("file://"):
-        target = target[len("file://"):]
+        target = unquote(target[len("file://"):])  # file:///my%20dir/defs.yaml
     elif len(urlsplit(target).scheme) > 1:  # one letter is a Windows drive, not a scheme
         fail(f"unsupported URI {uri!r}; expected a relative path or a file:// URI", "XF020")
         return None
