@@ -1,7 +1,8 @@
 """The durable engine: the engine port on DBOS Transact.
 
-Every effect is a DBOS step (its result or exception is checkpointed), sleeps are DBOS durable
-sleeps, and waiting for an event is a durable ``recv`` with a timeout. An instance is one DBOS
+Every effect is a DBOS step (its result or exception is checkpointed), a sleep is a recorded
+wake-up time plus a step recorded when the timer fires, and waiting for an event is a durable
+``recv`` with a timeout. An instance is one DBOS
 workflow whose id is the instance id, so an instance killed at any point resumes from its last
 completed step, and its timers and pending events survive restarts.
 
@@ -15,7 +16,8 @@ by default, PostgreSQL by URL, same code path). What we add is the mapping (see
 - a pinned application version (:data:`APPLICATION_VERSION`), so upgrading xflow-runtime does not
   orphan running instances (DBOS otherwise hashes the source of the workflow functions);
 - exceptions raised by effects are made picklable before DBOS records them, so a replay raises the
-  same error the first run did.
+  same error the first run did;
+- timers that replay the way they ran (they record that they fired, see :meth:`DurablePort.sleep`).
 
 Importing this module imports DBOS: only the durable paths import it.
 """
