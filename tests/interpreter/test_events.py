@@ -210,3 +210,53 @@ states:
 """, {"x": 1}, event_sink=sink.append)
     assert result.output == {"x": 1}
     assert [e["type"] for e in result.produced_events] == ["ask", "after"] == [e["type"] for e in sink]
+
+
+async def test_concurrent_waits_each_get_their_own_result_event():
+    result = await run("""
+events:
+- {name: AskA, type: ask.a, kind: produced}
+- {name: AskB, type: ask.b, kind: produced}
+- {name: A, type: answer.a, source: s}
+- {name: B, type: answer.b, source: s}
+states:
+- name: both
+  type: parallel
+  branches:
+  - {name: a, actions: [{eventRef: {triggerEventRef: AskA, resultEventRef: A}, actionDataFilter: {toStateData: .a}}]}
+  - {name: b, actions: [{eventRef: {triggerEventRef: AskB, resultEventRef: B}, actionDataFilter: {toStateData: .b}}]}
+  end: true
+""", {}, events=[event("answer.b", "s", {"for": "b"}), event("answer.a", "s", {"for": "a"})])
+    assert result.output == {"a": {"for": "a"}, "b": {"for": "b"}}
+
+
+async def test_concurrent_waits_with_events_arriving_later_through_the_engine():
+    from xflow_runtime.engine.inprocess import InProcessEngine
+    from xflow_runtime.interpreter import ExecutionContext, execute
+    from tests.interpreter.support import plan
+
+    compiled = plan("""
+events:
+- {name: AskA, type: ask.a, kind: produced}
+- {name: AskB, type: ask.b, kind: produced}
+- {name: A, type: answer.a, source: s}
+- {name: B, type: answer.b, source: s}
+states:
+- name: both
+  type: parallel
+  branches:
+  - {name: a, actions: [{eventRef: {triggerEventRef: AskA, resultEventRef: A}, actionDataFilter: {toStateData: .a}}]}
+  - {name: b, actions: [{eventRef: {triggerEventRef: AskB, resultEventRef: B}, actionDataFilter: {toStateData: .b}}]}
+  end: true
+""")
+    engine = InProcessEngine()
+
+    def reply(produced):  # answer each question as it is asked, B's answer first
+        answer = {"ask.a": "answer.a", "ask.b": "answer.b"}[produced["type"]]
+        import asyncio
+
+        asyncio.get_running_loop().call_later(0.01 if answer == "answer.a" else 0.001,
+                                              engine.send_event, event(answer, "s", {"for": answer}))
+
+    result = await execute(compiled, {}, port=engine, context=ExecutionContext(event_sink=reply))
+    assert result.output == {"a": {"for": "answer.a"}, "b": {"for": "answer.b"}}

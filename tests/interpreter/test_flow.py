@@ -318,3 +318,22 @@ states:
 - {name: each, type: foreach, inputCollection: .items, outputCollection: .out, actions: [{functionRef: f}], end: true}
 """, {"items": []}, functions={"f": lambda _: 1})
     assert result.output == {"items": [], "out": []}
+
+
+async def test_raise_for_error_returns_output_or_raises_workflow_failed():
+    import pytest
+
+    from xflow_runtime.errors import WorkflowFailed
+
+    ok = await run("states: [{name: s, type: inject, data: {a: 1}, end: true}]", {})
+    assert ok.raise_for_error() == {"a": 1}
+    failed = await run("states: [{name: s, type: inject, data: {}, stateDataFilter: {output: '.a.b'}, end: true}]",
+                       {"a": "text"})
+    with pytest.raises(WorkflowFailed, match="Cannot index string"):
+        failed.raise_for_error()
+
+
+async def test_continue_as_an_unknown_workflow_fails_clearly():
+    result = await run("states: [{name: s, type: inject, data: {}, end: {continueAs: elsewhere}}]", {})
+    assert result.status == "failed" and result.error["code"] == "subflowNotFound"
+    assert "elsewhere" in result.error["message"]
