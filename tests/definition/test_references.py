@@ -11,14 +11,8 @@ from xflow_runtime.definition import check_workflow, load_workflow
 
 from tests.definition.helpers import BASE
 
-FUNCTIONS_BLOCK = """functions:
-  - name: greet
-    type: custom
-    operation: python:tests.fake:greet
-  - name: inc
-    type: expression
-    operation: .count + 1
-"""
+#: the base workflow's inline `functions:` section, moved into files by these tests
+FUNCTIONS_BLOCK = BASE[BASE.index("functions:"):BASE.index("events:")]
 
 
 def _write(folder: Path, name: str, text: str) -> Path:
