@@ -260,3 +260,14 @@ states:
 
     result = await execute(compiled, {}, port=engine, context=ExecutionContext(event_sink=reply))
     assert result.output == {"a": {"for": "answer.a"}, "b": {"for": "answer.b"}}
+
+
+async def test_produced_events_carry_the_bound_correlation_value():
+    result = await run("""
+events:
+- {name: Order, type: order, source: shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Shipped, type: shipped, kind: produced, correlation: [{contextAttributeName: orderid}]}
+states:
+- {name: wait, type: event, onEvents: [{eventRefs: [Order]}], end: {produceEvents: [{eventRef: Shipped}]}}
+""", {}, events=[event("order", "shop", {"item": 1}, orderid="o-7")])
+    assert result.produced_events[0]["orderid"] == "o-7"

@@ -103,8 +103,11 @@ def payload(event: dict[str, Any], definition: EventDef) -> Any:
 
 
 async def build_event(port: EnginePort, definition: EventDef, data: Any, attributes: Any,
-                      workflow_id: str) -> dict[str, Any]:
-    """A CloudEvents 1.0 envelope for a produced event (id and time come from the port)."""
+                      workflow_id: str, correlation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A CloudEvents 1.0 envelope for a produced event (id and time come from the port).
+
+    Correlation attributes of the definition are set from their literal value, else from the value
+    the instance has bound (so a reply can be correlated back); ``contextAttributes`` win."""
     event: dict[str, Any] = {
         "specversion": "1.0",
         "id": await port.new_id(),
@@ -114,8 +117,9 @@ async def build_event(port: EnginePort, definition: EventDef, data: Any, attribu
         "datacontenttype": "application/json",
     }
     for rule in definition.correlation:
-        if rule.value is not None:
-            event[rule.attribute] = rule.value
+        value = rule.value if rule.value is not None else (correlation or {}).get(rule.attribute)
+        if value is not None:
+            event[rule.attribute] = value
     if isinstance(attributes, dict):
         event.update({key: value for key, value in attributes.items() if value is not None})
     event["data"] = data

@@ -168,7 +168,7 @@ class Instance:
     async def emit(self, definition: EventDef, data: Any, attributes: Any, step: str) -> None:
         if isinstance(data, (dict, list)):  # the payload leaves the instance: never share state data
             data = copy.deepcopy(data)
-        event = await build_event(self.port, definition, data, attributes, self.plan.workflow_id)
+        event = await build_event(self.port, definition, data, attributes, self.plan.workflow_id, self.correlation)
         self.produced.append(event)
         self.record("event_produced", event_name=definition.name, type=definition.type, id=event["id"])
         sink = self.context.event_sink
