@@ -1,7 +1,17 @@
 """The interpreter: executes a compiled plan deterministically over the engine port.
 
 ``execute(plan, input, port=…, context=…)`` runs one instance; ``register_state_handler`` adds
-state types. ``run_workflow`` (in-process engine, virtual clock) is re-exported for convenience.
+state types. ``run_workflow`` (in-process engine, virtual clock) is re-exported for convenience::
+
+    from xflow_runtime.plan import compile_plan
+    from xflow_runtime.interpreter import run_workflow
+
+    plan = compile_plan(document)                       # once; immutable, shared by instances
+    result = await run_workflow(plan, {"name": "Ann"},
+                                functions={"greet": lambda args: {"greeting": f"Hi {args['name']}"}})
+    result.status, result.output, result.error
+
+Semantics are specified in ``specs/semantics.md``; expressions in ``specs/expressions.md``.
 """
 
 from __future__ import annotations
