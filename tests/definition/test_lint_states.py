@@ -152,3 +152,11 @@ def test_state_names_in_any_case_style_are_accepted() -> None:
     """Decision: the 0.9 naming convention (lower-kebab) is not enforced; xFlow uses CamelCase names."""
     text = (BASE.replace("Decide", "decide-next").replace("Done", "All Done ✓"))
     assert codes(text) == []
+
+
+def test_xf132_continue_as_with_terminate_false_is_a_warning() -> None:
+    text = BASE.replace("    end:\n      produceEvents:", "    end:\n      terminate: false\n      continueAs: base\n"
+                                                          "      produceEvents:")
+    assert lines(text) == ["wf.yaml:51:7 /states/2/end/terminate: warning: continueAs always terminates this "
+                           "instance; terminate: false is ignored [XF132 continue-as-not-terminating]"]
+    assert codes(text.replace("terminate: false", "terminate: true")) == []

@@ -79,6 +79,7 @@ _TABLE: tuple[Code, ...] = (
     Code("XF129", "literal-with-expression", "warning", "text with ${ } in a field where only a whole ${ } is evaluated"),
     Code("XF130", "misspelled-top-level-key", "warning", "an unknown top-level key looks like a known one"),
     Code("XF131", "invalid-inline-schema", "error", "an inline JSON Schema does not match the JSON Schema metaschema"),
+    Code("XF132", "continue-as-not-terminating", "warning", "end has continueAs and terminate: false"),
     Code("XF199", "internal-error", "error", "xflow-runtime failed while checking; please report it"),
 )
 

@@ -1,4 +1,4 @@
-"""Lint rules about states and the edges between them (XF101–XF103, XF114–XF120)."""
+"""Lint rules about states and the edges between them (XF101–XF103, XF114–XF120, XF132)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def check_state_rules(document: dict[str, Any], report: Reporter) -> None:
         if kind == "foreach" and "batchSize" in state:
             _check_batch_size(state["batchSize"], join_pointer(pointer, "batchSize"), report)
         _check_self_transitions(state, pointer, report)
+        for exit_ in exits(state, pointer):
+            end = exit_.value if exit_.kind == "end" and isinstance(exit_.value, dict) else {}
+            if "continueAs" in end and end.get("terminate") is False:
+                report(join_pointer(exit_.pointer, "terminate"), "continueAs always terminates this instance; "
+                       "terminate: false is ignored", "XF132", prefer_key=True)
 
 
 def _check_batch_size(value: Any, pointer: str, report: Reporter) -> None:
