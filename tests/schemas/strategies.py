@@ -257,14 +257,14 @@ FIELD_NAMES = ["actions", "action", "branches", "data", "duration", "end", "tran
                "metadata", "name", "type", "id", "key", "retryRef", "invoke", "eventTimeout", "stateExecTimeout"]
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def paths_of(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [prefix]
     if isinstance(node, dict):
         for key, value in node.items():
-            found += _paths(value, prefix + (key,))
+            found += paths_of(value, prefix + (key,))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            found += _paths(value, prefix + (index,))
+            found += paths_of(value, prefix + (index,))
     return found
 
 
@@ -272,7 +272,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def mutants(draw: st.DrawFn) -> dict[str, Any]:
     """A random valid workflow with one spot broken (which may or may not make it invalid)."""
     document = copy.deepcopy(draw(workflows()))
-    path = draw(st.sampled_from(_paths(document)))
+    path = draw(st.sampled_from(paths_of(document)))
     operation = draw(st.sampled_from(["delete", "replace", "add-key", "end-and-transition", "empty",
                                       "retype", "transplant", "transplant"]))
     if not path:
@@ -294,7 +294,7 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
         target["type"] = draw(st.sampled_from(STATE_TYPES))
     elif operation == "transplant" and isinstance(target, dict):
         # a known field name with a value that occurs somewhere in this document
-        donor_path = draw(st.sampled_from(_paths(document)))
+        donor_path = draw(st.sampled_from(paths_of(document)))
         value: Any = document
         for step in donor_path:
             value = value[step]

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.schemas.corpus import load_cases
-from tests.schemas.strategies import JUNK, _paths, mutants
+from tests.schemas.strategies import JUNK, paths_of, mutants
 from xflow_runtime.definition.schema_registry import workflow_validator
 
 XFLOW_DOCUMENTS = [
@@ -23,7 +23,7 @@ XFLOW_DOCUMENTS = [
 @st.composite
 def xflow_mutants(draw: st.DrawFn) -> Any:
     document = copy.deepcopy(draw(st.sampled_from(XFLOW_DOCUMENTS)))
-    path = draw(st.sampled_from([p for p in _paths(document) if p]))
+    path = draw(st.sampled_from([p for p in paths_of(document) if p]))
     parent = document
     for step in path[:-1]:
         parent = parent[step]
