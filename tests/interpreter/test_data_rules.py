@@ -1,6 +1,5 @@
 """Pinned data decisions: filters, merge at the root, toStateData paths, input rules."""
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from xflow_runtime.interpreter.data import merge_into
@@ -192,7 +191,6 @@ states:
 
 def test_fn_reference_to_a_non_expression_function_is_a_definition_error():
     import pytest
-
     from xflow_runtime.errors import DefinitionError
     from tests.interpreter.support import plan
 

@@ -1,6 +1,6 @@
 """Event states, event switch, callback, correlation, produced events, eventRef actions."""
 
-from tests.interpreter.support import History, event, run
+from tests.interpreter.support import event, run
 
 EVENTS = """
 events:

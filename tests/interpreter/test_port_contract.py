@@ -5,7 +5,7 @@ import asyncio
 
 from xflow_runtime.interpreter import ExecutionContext, execute
 
-from tests.interpreter.support import History, event, plan, run
+from tests.interpreter.support import event, plan, run
 
 
 class RecordingPort:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from xflow_runtime.expressions import interpolate
 from xflow_runtime.interpreter.concurrency import all_of, within
 from xflow_runtime.interpreter.data import apply, merge_action_result
-from xflow_runtime.interpreter.events import build_event, payload
+from xflow_runtime.interpreter.events import payload
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.retries import next_delay, retry_strategy
 from xflow_runtime.plan.model import Action, EventRef, FunctionRef, SubFlowRef, Timeouts

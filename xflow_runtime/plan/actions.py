@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from xflow_runtime.plan.context import CompileContext, require
-from xflow_runtime.plan.definitions import invalid
+from xflow_runtime.plan.definitions import compile_workflow_exec_timeout, invalid
 from xflow_runtime.plan.durations import optional_duration
 from xflow_runtime.plan.model import (
     NO_ACTION_FILTER,
@@ -26,7 +26,6 @@ from xflow_runtime.plan.model import (
     SubFlowRef,
     Transition,
 )
-from xflow_runtime.plan.definitions import compile_workflow_exec_timeout
 
 
 def state_filter(raw: Any, ctx: CompileContext, where: str) -> StateDataFilter:
@@ -215,4 +214,4 @@ def _flag(value: Any) -> bool:
 
 
 __all__ = ["state_filter", "action_filter", "event_filter", "compile_action", "compile_actions",
-           "compile_exit", "compile_end", "compile_transition", "compile_on_errors", "NO_EVENT_FILTER"]
+           "compile_exit", "compile_end", "compile_transition", "compile_on_errors"]

@@ -26,7 +26,7 @@ from xflow_runtime.plan.definitions import (
     invalid,
 )
 from xflow_runtime.plan.functions import compile_function_def
-from xflow_runtime.plan.model import NO_TIMEOUTS, Timeouts
+from xflow_runtime.plan.model import NO_TIMEOUTS
 from xflow_runtime.plan.registry import known_state_types, state_compiler
 from xflow_runtime.plan.states import DataInputSchema, State, WorkflowPlan
 from xflow_runtime.plan.templates import compile_template
