@@ -128,11 +128,7 @@ class LLMClient:
 
 def _response_format(litellm: Any, model: str, request: ChatRequest, messages: list[dict[str, Any]]) -> dict[str, Any]:
     schema = dict(request.output_schema or {})
-    try:
-        native = bool(litellm.supports_response_schema(model=model))
-    except Exception:  # unknown model: litellm cannot tell
-        native = False
-    if native:
+    if _supports_response_schema(litellm, model):
         return {"type": "json_schema", "json_schema": {"name": request.output_name, "schema": schema, "strict": False}}
     instruction = JSON_MODE_INSTRUCTION + json.dumps(schema, separators=(",", ":"))
     if messages and messages[0].get("role") == "system":
@@ -140,6 +136,21 @@ def _response_format(litellm: Any, model: str, request: ChatRequest, messages: l
     else:
         messages.insert(0, {"role": "system", "content": instruction})
     return {"type": "json_object"}
+
+
+_SCHEMA_SUPPORT: dict[str, bool] = {}
+
+
+def _supports_response_schema(litellm: Any, model: str) -> bool:
+    # litellm's lookup walks its model map (~1 ms); the answer never changes within a process.
+    known = _SCHEMA_SUPPORT.get(model)
+    if known is None:
+        try:
+            known = bool(litellm.supports_response_schema(model=model))
+        except Exception:  # unknown model: litellm cannot tell
+            known = False
+        _SCHEMA_SUPPORT[model] = known
+    return known
 
 
 def _result(litellm: Any, response: Any, model: str) -> ChatResult:
