@@ -175,7 +175,7 @@ class Runtime:
             ref = self._refs.get(id(plan))
             if ref is None:
                 raise XFlowError("a durable runtime runs plans returned by its own load()")
-            request = {"format": 1, "workflow": ref.to_dict(), "input": data}
+            request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data}
             await self._durable.start(instance_id, request)
         else:
             if instance_id in self._local:

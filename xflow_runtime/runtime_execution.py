@@ -158,7 +158,8 @@ def describe_status(status: Any) -> dict[str, Any]:
     return {
         "instance_id": status.workflow_id,
         "status": status.status,
-        "workflow": Path(workflow.get("path", "?")).name,
+        "workflow": workflow.get("id") or Path(workflow.get("path", "?")).name,
+        "file": workflow.get("path"),
         "created_at": _seconds(status.created_at),
         "updated_at": _seconds(status.updated_at),
         "completed_at": _seconds(getattr(status, "completed_at", None)),
