@@ -156,3 +156,14 @@ def test_path_or_text_detection(tmp_path: Path) -> None:
     with pytest.raises(DefinitionError) as caught:
         load_workflow("missing-file.yaml")
     assert caught.value.diagnostics[0].code == "XF007"
+
+
+def test_json_edge_cases_keep_positions(tmp_path: Path) -> None:
+    path = tmp_path / "wf.json"
+    path.write_text('{"id": "x\\ud83d\\ude00", "specVersion": "0.8",\n "states": [], "big": 1e400,\n'
+                    ' "nel": "a\u0085b\u2028c", "x": 5}')
+    found = [str(d) for d in check_workflow(path, source_name="wf.json").diagnostics]
+    assert found == [
+        "wf.json:2:12 /states: found an empty array, expected at least 1 item(s) [XF050 schema-violation]",
+        "wf.json:2:23 /big: number too large: it does not fit a 64-bit float [XF009 not-json-value]",
+    ]

@@ -8,6 +8,8 @@ to learn positions and find duplicate keys, which :mod:`json` would silently acc
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import yaml
 
 from xflow_runtime.definition.diagnostics import Diagnostic
-from xflow_runtime.definition.source_map import SourceMap
+from xflow_runtime.definition.source_map import SourceMap, join_pointer
 from xflow_runtime.definition.yaml_tree import YamlTreeBuilder
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -93,12 +95,39 @@ def _parse_json(text: str, name: str, *, strict: bool) -> ParsedSource:
         return _failed(name, 1, 1, f"invalid JSON: {exc}", "XF002")
     except RecursionError:
         return _failed(name, 1, 1, "the JSON is nested too deeply", "XF011")
-    # Tabs outside strings are legal JSON whitespace but YAML refuses them; inside a valid JSON
-    # string a tab is always escaped, so replacing every raw tab keeps columns and meaning.
-    positions = _parse_yaml(text.replace("\t", " "), name)
+    positions = _parse_yaml(_as_yaml_positions_text(text), name)
     source_map = positions.source_map if positions.value is not None else SourceMap(name)
-    duplicates = [d for d in positions.diagnostics if d.code == "XF003"]
-    return ParsedSource(value, source_map, duplicates)
+    found = [d for d in positions.diagnostics if d.code == "XF003"]
+    found.extend(Diagnostic(name, *source_map.locate(pointer), pointer, "number too large: it does not fit a "
+                            "64-bit float", "error", "XF009") for pointer in _infinite(value, ""))
+    return ParsedSource(value, source_map, found)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _as_yaml_positions_text(text: str) -> str:
+    """Same length and lines, but composable by YAML: only positions are taken from it.
+
+    Tabs outside strings are JSON whitespace that YAML refuses (inside a valid JSON string a tab is
+    always escaped); NEL/LS/PS are line breaks to YAML but not to JSON; escaped UTF-16 surrogates
+    (emoji) are refused by PyYAML one by one.
+    """
+    text = text.replace("\t", " ").replace("\x85", " ").replace("\u2028", " ").replace("\u2029", " ")
+    return _SURROGATE_ESCAPE.sub(lambda m: "\\u003f", text)
+
+
+def _infinite(value: Any, pointer: str) -> list[str]:
+    """Pointers of numbers like 1e400 that JSON parsing turned into infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [pointer]
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return []
+    return [found for key, item in items for found in _infinite(item, join_pointer(pointer, key))]
 
 
 def _parse_yaml(text: str, name: str) -> ParsedSource:
