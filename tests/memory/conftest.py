@@ -23,19 +23,19 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("postgres_database_url")
 
 
-@pytest.fixture
-def memory(database_url: str) -> Iterator[ChatMemory]:
-    chat_memory = ChatMemory.open(database_url)
+def _opened(url: str) -> Iterator[ChatMemory]:
+    chat_memory = ChatMemory.open(url)
     try:
         yield chat_memory
     finally:
         chat_memory.close()
+
+
+@pytest.fixture
+def memory(database_url: str) -> Iterator[ChatMemory]:
+    yield from _opened(database_url)
 
 
 @pytest.fixture
 def sqlite_memory(sqlite_url: str) -> Iterator[ChatMemory]:
-    chat_memory = ChatMemory.open(sqlite_url)
-    try:
-        yield chat_memory
-    finally:
-        chat_memory.close()
+    yield from _opened(sqlite_url)

@@ -69,3 +69,43 @@ async def test_concurrent_writers_on_postgres(postgres_database_url: str) -> Non
         connection.execute(text(f'ALTER DATABASE "{database}" SET synchronous_commit = off'))
     engine.dispose()
     check(await hammer(postgres_database_url))
+
+
+def _append_from_process(url: str, writer: int, turns: int) -> None:
+    memory = ChatMemory.open(url)
+    try:
+        for t in range(turns):
+            memory.append_turn_sync(SCOPE, [{"role": "user", "content": f"{writer}:{t}"},
+                                            {"role": "assistant", "content": f"{writer}:{t}"}],
+                                    model="gpt-4o")
+    finally:
+        memory.close()
+
+
+@pytest.mark.slow
+def test_writers_in_separate_processes_share_one_sqlite_file(sqlite_url: str) -> None:
+    """Several runtime processes on one new SQLite file: they race to create the schema, then
+    their turns are serialised by the database write lock."""
+    import multiprocessing
+
+    processes, turns = 3, 40
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_from_process, args=(sqlite_url, w, turns))
+               for w in range(processes)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [w.exitcode for w in workers] == [0] * processes
+    memory = ChatMemory.open(sqlite_url)
+    try:
+        (chat,) = asyncio.run(memory.list_chats(tenant="t"))
+        history = asyncio.run(memory.history(chat.id, tenant="t"))
+    finally:
+        memory.close()
+    assert len(history) == processes * turns * 2
+    next_turn = [0] * processes
+    for start in range(0, len(history), 2):
+        w, t = map(int, history[start]["content"].split(":"))
+        assert history[start + 1]["content"] == f"{w}:{t}" and t == next_turn[w]
+        next_turn[w] += 1
