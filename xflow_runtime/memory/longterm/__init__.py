@@ -25,6 +25,7 @@ _EXPORTS = {
     "reciprocal_rank_fusion": "fusion",
     "ExtractedFact": "extraction_prompt", "parse_facts": "extraction_prompt",
     "TOOL_NAMES": "tools", "TOOL_SCHEMAS": "tools",
+    "StepMemory": "step",
 }
 
 
