@@ -179,3 +179,25 @@ states:
     assert call["state"] == "ask" and call["model"] == "openai/gpt-4o"
     assert call["usage"]["total_tokens"] == call["usage"]["prompt_tokens"] + call["usage"]["completion_tokens"] > 0
     assert call["usage"]["cost"] > 0  # gpt-4o is in litellm's price list
+
+
+async def test_binding_arguments_are_evaluated_over_the_models_arguments(scripted_model):
+    received: list[object] = []
+    scripted_model.set_script([{"tool_calls": [{"name": "FIND", "arguments": {"query": "tea"}}]}, "ok"])
+    result = await run("""
+start: ask
+functions: [{name: search, type: custom, operation: "python:x:y"}]
+states:
+  - name: ask
+    type: aiagent
+    agentName: a
+    userMessage: find tea
+    tools:
+      - name: FIND
+        parameters: {schema: {type: object, properties: {query: {type: string}}, required: [query]}}
+        execution: {functionRef: {refName: search, arguments: {q: '${ .query }', limit: 3}}}
+    agentOutcomes: [{finish: true}]
+    end: true
+""", scripted_model, functions={"search": lambda arguments: received.append(arguments) or {"n": 1}})
+    assert result.status == "completed", result.error
+    assert received == [{"q": "tea", "limit": 3}]
