@@ -115,8 +115,8 @@ def mutated_documents(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def mutated_texts(draw: st.DrawFn) -> str:
-    text = RICH
+def mutated_texts(draw: st.DrawFn, base: str | None = None) -> str:
+    text = RICH if base is None else base
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(text)))
         kind = draw(st.sampled_from(["insert", "delete", "replace"]))
@@ -162,6 +162,12 @@ def test_structural_mutations_load_or_raise_definition_error(text: str) -> None:
 @given(mutated_texts())
 def test_textual_mutations_load_or_raise_definition_error(text: str) -> None:
     _load_never_crashes(text, "wf.yaml")
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_texts(json.dumps(yaml.safe_load(RICH), indent=1)))
+def test_textual_mutations_of_json_load_or_raise_definition_error(text: str) -> None:
+    _load_never_crashes(text, "wf.json")
 
 
 @settings(max_examples=60, deadline=None)
