@@ -151,6 +151,7 @@ async def test_management_list_read_delete_clear(memory: ChatMemory) -> None:
     chats = await memory.list_chats(tenant="acme", user="alice")
     assert [c.memory_id for c in chats] == ["c", "b", "a"]  # most recent first
     assert chats[0].title == "hello from c" and chats[0].message_count == 2
+    assert chats[0].updated_at.utcoffset() is not None and chats[0].created_at <= chats[0].updated_at
     assert await memory.list_chats(tenant="globex", user="alice") == []
 
     with pytest.raises(ChatNotFound):  # a chat id is only reachable inside its tenant

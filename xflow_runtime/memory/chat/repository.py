@@ -1,6 +1,7 @@
 """SQL for chat memory (synchronous; ``ChatMemory`` runs it in worker threads).
 
-Every statement is filtered by the chat's scope columns, never by an id alone.
+Runtime statements (window, append) are filtered by the full scope (tenant, agent, user,
+memoryId); management statements by tenant at least. None selects by an id alone.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, select, update
@@ -123,11 +124,16 @@ def store_token_counts(connection: Connection, key: ChatKey, chat_id: str,
             _messages.c.user_id == key.user).values(token_counts=token_counts))
 
 
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns the stored UTC timestamps without their zone; PostgreSQL with it."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
 def _info(row: Row[Any]) -> ChatInfo:
     return ChatInfo(id=row.id, tenant=row.tenant_id, agent=row.agent_id, user=row.user_id or None,
                     memory_id=row.memory_id, title=row.title, metadata=row.metadata or {},
-                    message_count=row.last_sequence, created_at=row.created_at,
-                    updated_at=row.updated_at)
+                    message_count=row.last_sequence, created_at=_aware(row.created_at),
+                    updated_at=_aware(row.updated_at))
 
 
 def list_chats(connection: Connection, tenant: str, user: str | None, agent: str | None,
