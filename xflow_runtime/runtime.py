@@ -104,18 +104,21 @@ class Runtime:
         self._durable: "DurableEngine | None" = None
         self._local: dict[str, execution.LocalInstance] = {}
         self._services = execution.Services(self)
+        self._opening = asyncio.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------------
     async def open(self) -> "Runtime":
         """Open the engine (for a durable runtime: launch DBOS, which recovers pending instances).
         Called by ``async with`` and, lazily, by the first call that needs it."""
         if self.engine_name == "durable" and self._durable is None:
-            from xflow_runtime.engine.durable import DurableEngine
+            async with self._opening:  # concurrent first calls launch DBOS once
+                if self._durable is None:
+                    from xflow_runtime.engine.durable import DurableEngine
 
-            engine = DurableEngine(self.database_url, executor_id=self.executor_id)
-            # DBOS.launch does blocking database work (migrations, recovery): keep it off our loop.
-            await _in_own_thread(engine.launch, self._run_durable_body)
-            self._durable = engine
+                    engine = DurableEngine(self.database_url, executor_id=self.executor_id)
+                    # DBOS.launch does blocking database work (migrations, recovery): off our loop.
+                    await _in_own_thread(engine.launch, self._run_durable_body)
+                    self._durable = engine
         return self
 
     async def close(self) -> None:

@@ -255,3 +255,19 @@ async def test_a_timeout_that_fired_fires_again_on_replay(tmp_path: Path) -> Non
         assert await second.instance("timed-2").result() == {}
         described = await second.describe("timed-2")
     assert described["states"][0]["error"]["code"] == "timeout"
+
+
+async def test_concurrent_first_calls_open_the_durable_engine_once(files, tmp_path: Path) -> None:
+    async with Runtime("durable", database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                       functions={"charge": Charges()}) as runtime:
+        pass  # opened and closed: a second runtime in this process may open again
+    runtime = Runtime("durable", database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                      functions={"charge": Charges()})
+    plan = runtime.load(files["approval"])
+    handles = await asyncio.gather(*(runtime.start(plan, {"amount": n}) for n in range(3)))
+    try:
+        for handle in handles:
+            await handle.send_event(APPROVED)
+        assert [(await h.result())["receipt"] for h in handles] == [{"charged": n} for n in range(3)]
+    finally:
+        await runtime.close()
