@@ -167,3 +167,11 @@ def test_json_edge_cases_keep_positions(tmp_path: Path) -> None:
         "wf.json:2:12 /states: found an empty array, expected at least 1 item(s) [XF050 schema-violation]",
         "wf.json:2:23 /big: number too large: it does not fit a 64-bit float [XF009 not-json-value]",
     ]
+
+
+def test_a_missing_file_name_without_suffix_gets_a_hint() -> None:
+    with pytest.raises(DefinitionError) as caught:
+        load_workflow("my-workflow")
+    assert str(caught.value.diagnostics[0]) == (
+        "<string>:1:1: the document root is string, expected a mapping with id, specVersion and states (read as "
+        "YAML text: no file named 'my-workflow' exists) [XF008 root-not-mapping]")

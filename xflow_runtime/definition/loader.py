@@ -81,8 +81,11 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     document_map = DocumentMap(parsed.source_map)
     value = parsed.value
     if value is not None and not isinstance(value, dict):
+        hint = ""
+        if isinstance(value, str) and isinstance(path_or_text, str) and "\n" not in path_or_text.strip():
+            hint = f" (read as YAML text: no file named {path_or_text.strip()!r} exists)"
         collected.append(Diagnostic(name, *parsed.source_map.locate(""), "", f"the document root is "
-                                    f"{json_type(value)}, expected a mapping with id, specVersion and states",
+                                    f"{json_type(value)}, expected a mapping with id, specVersion and states{hint}",
                                     "error", "XF008"))
         value = None
     if value is None:  # duplicate keys and non-JSON values still give a value: keep checking it
