@@ -24,7 +24,8 @@ STATES = 20
 
 
 def write_workflow(path: Path) -> None:
-    """A 20-state workflow: each operation state calls the ``record`` custom function."""
+    """A 20-state workflow: each operation state calls the ``record`` custom function; every
+    fourth state runs under a state timeout (a timer raced against the call)."""
     states = []
     for n in range(STATES):
         state = {
@@ -35,6 +36,8 @@ def write_workflow(path: Path) -> None:
                 "actionDataFilter": {"toStateData": f"${{ .results.s{n:02d} }}"},
             }],
         }
+        if n % 4 == 0:  # timers raced against work must replay the way they ran
+            state["timeouts"] = {"stateExecTimeout": "PT60S"}
         if n + 1 < STATES:
             state["transition"] = f"S{n + 1:02d}"
         else:
