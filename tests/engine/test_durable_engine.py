@@ -283,3 +283,18 @@ def _has_step(database_url: str, instance_id: str, count: int = 1) -> bool:
         except sqlite3.OperationalError:
             return False
     return found >= count
+
+
+async def test_a_cancelled_instance_is_a_clear_error(launch, database_url) -> None:
+    from dbos import DBOS
+
+    from xflow_runtime.engine.durable import DurableEngineError
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.wait_event("never", None)
+
+    engine = launch(database_url, body)
+    await engine.start("cancelled", {})
+    await DBOS.cancel_workflow_async("cancelled")
+    with pytest.raises(DurableEngineError, match="instance cancelled"):
+        await engine.result("cancelled")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
+from dbos._error import DBOSException
 from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
 from xflow_runtime.engine.durable_names import (
@@ -338,9 +339,12 @@ class DurableEngine:
             await DBOS.start_workflow_async(_instance_workflow, request)
 
     async def result(self, instance_id: str) -> Any:
-        handle = await DBOS.retrieve_workflow_async(instance_id)
-        # Polls the status row; a short interval keeps the latency of small instances low.
-        return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
+        try:
+            handle = await DBOS.retrieve_workflow_async(instance_id)
+            # Polls the status row; a short interval keeps the latency of small instances low.
+            return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
+        except DBOSException as error:  # cancelled, too many recoveries, a replay that diverged
+            raise DurableEngineError(f"instance {instance_id}: {error}") from error
 
     async def send(self, instance_id: str, topic: str, payload: Any,
                    idempotency_key: str | None = None) -> None:
