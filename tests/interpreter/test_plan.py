@@ -2,7 +2,7 @@
 
 import pytest
 import yaml
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from xflow_runtime.errors import DefinitionError
 from xflow_runtime.plan import compile_plan, parse_duration, register_state_compiler
@@ -52,6 +52,7 @@ def test_pt30d_error_suggests_the_fix():
         parse_duration("PT30D")
 
 
+@settings(deadline=None)
 @given(st.integers(0, 10**6), st.integers(0, 59), st.integers(0, 59))
 def test_duration_parts_add_up(hours, minutes, seconds):
     assert parse_duration(f"PT{hours}H{minutes}M{seconds}S") == hours * 3600 + minutes * 60 + seconds
@@ -190,6 +191,7 @@ def _paths(value, prefix=()):
 _ALL_PATHS = [path for path in _paths(VALID) if path]
 
 
+@settings(deadline=None, max_examples=150)
 @given(st.sampled_from(_ALL_PATHS), _junk)
 def test_any_malformed_value_is_a_definition_error_never_a_traceback(path, junk):
     import copy

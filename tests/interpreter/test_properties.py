@@ -105,6 +105,7 @@ def test_attempts_are_failures_plus_one_up_to_max_attempts(failures):
     assert result.ok == (failures < 4)
 
 
+@settings(deadline=None)
 @given(st.floats(0, 100), st.floats(1, 4), st.floats(0, 10), st.floats(0, 1), st.floats(1, 500))
 def test_delays_grow_and_respect_max_delay(delay, multiplier, increment, jitter, max_delay):
     strategy = RetryDef("r", 10, delay=delay, multiplier=multiplier, increment=increment, max_delay=max_delay,

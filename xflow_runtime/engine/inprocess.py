@@ -112,7 +112,7 @@ async def run_workflow(plan: WorkflowPlan, input: Any = None, *,
                        services: Mapping[str, Any] | None = None) -> ExecutionResult:
     """Run one instance of ``plan`` in process and return how it ended (never raises for a
     workflow failure: look at ``result.status`` / ``result.error``)."""
-    arguments = dict(functions=functions, events=list(events), secrets=secrets, workflows=workflows,
+    arguments: dict[str, Any] = dict(functions=functions, events=list(events), secrets=secrets, workflows=workflows,
                      invoker=invoker, observer=observer, event_sink=event_sink, services=services)
     if not virtual_time or isinstance(asyncio.get_running_loop(), VirtualClockLoop):
         return await _run(plan, input, **arguments)

@@ -7,13 +7,13 @@ in the DBOS engine) instead of the wall clock.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Coroutine, Sequence
+from typing import Any, Awaitable, Sequence
 
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.interpreter.failures import Failure
 
 
-async def within(port: EnginePort, seconds: float | None, awaitable: Coroutine[Any, Any, Any], what: str) -> Any:
+async def within(port: EnginePort, seconds: float | None, awaitable: Awaitable[Any], what: str) -> Any:
     """Await ``awaitable``; past ``seconds`` cancel it and raise the timeout :class:`Failure`."""
     if seconds is None:
         return await awaitable

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 if TYPE_CHECKING:
     from xflow_runtime.interpreter.instance import Instance
     from xflow_runtime.plan.model import Exit
-    from xflow_runtime.plan.states import State
 
-StateHandler = Callable[["State", Any, "Instance", str], Awaitable[tuple[Any, "Exit | None"]]]
+#: The first parameter is the concrete State subclass the handler is registered for.
+StateHandler = Callable[[Any, Any, "Instance", str], Awaitable[tuple[Any, "Exit | None"]]]
 
 _HANDLERS: dict[str, StateHandler] = {}
 

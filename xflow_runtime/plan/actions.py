@@ -63,8 +63,13 @@ def compile_action(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> A
     if len(refs) != 1:
         raise invalid(where, "an action needs exactly one of functionRef, eventRef, subFlowRef")
     kind = refs[0]
-    ref = {"functionRef": _function_ref, "eventRef": _event_ref, "subFlowRef": _subflow_ref}[kind](
-        raw[kind], ctx, f"{where}/{kind}")
+    ref: FunctionRef | EventRef | SubFlowRef
+    if kind == "functionRef":
+        ref = _function_ref(raw[kind], ctx, f"{where}/{kind}")
+    elif kind == "eventRef":
+        ref = _event_ref(raw[kind], ctx, f"{where}/{kind}")
+    else:
+        ref = _subflow_ref(raw[kind], ctx, f"{where}/{kind}")
     sleep = raw.get("sleep") or {}
     retryable = raw.get("retryableErrors")
     return Action(
@@ -142,6 +147,12 @@ def compile_exit(raw: Mapping[str, Any], ctx: CompileContext, where: str, *, req
     return None
 
 
+def compile_required_exit(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> Exit:
+    exit = compile_exit(raw, ctx, where, required=True)
+    assert exit is not None  # noqa: S101 - required=True raises instead of returning None
+    return exit
+
+
 def compile_transition(raw: Any, ctx: CompileContext, where: str) -> Transition:
     if isinstance(raw, str):
         return Transition(ctx.state_name(raw, where))
@@ -196,11 +207,11 @@ def compile_on_errors(raw: Any, ctx: CompileContext, where: str) -> tuple[OnErro
         if not names:
             raise invalid(here, "needs 'errorRef' or 'errorRefs'")
         errors = tuple(ctx.error(name, f"{here}/errorRef") for name in names)
-        handlers.append(OnError(errors=errors, exit=compile_exit(item, ctx, here, required=True)))
+        handlers.append(OnError(errors=errors, exit=compile_required_exit(item, ctx, here)))
     return tuple(handlers)
 
 
-def _invoke(value: Any, where: str) -> str:
+def _invoke(value: Any, where: str) -> Any:
     value = value or "sync"
     if value not in ("sync", "async"):
         raise invalid(f"{where}/invoke", f"{value!r} is not 'sync' or 'async'")

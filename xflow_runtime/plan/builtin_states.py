@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.expressions import is_expression, strip_expression
 
-from xflow_runtime.plan.actions import compile_action, compile_actions, compile_exit, event_filter
+from xflow_runtime.plan.actions import compile_action, compile_actions, compile_required_exit, event_filter
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import compile_timeouts, invalid
 from xflow_runtime.plan.durations import parse_duration
@@ -31,7 +31,7 @@ from xflow_runtime.plan.states import (
 Common = dict[str, Any]
 
 
-def _mode(raw: Mapping[str, Any], key: str, default: str, where: str) -> str:
+def _mode(raw: Mapping[str, Any], key: str, default: str, where: str) -> Any:
     value = raw.get(key) or default
     if value not in ("sequential", "parallel"):
         raise invalid(f"{where}/{key}", f"{value!r} is not 'sequential' or 'parallel'")
@@ -56,9 +56,9 @@ def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
         raise invalid(where, "a switch state needs a 'defaultCondition'")
     data_conditions = tuple(
         DataCondition(
-            condition=ctx.expression(require(item, "condition", f"{where}/dataConditions/{i}"),
-                                     f"{where}/dataConditions/{i}/condition"),
-            exit=compile_exit(item, ctx, f"{where}/dataConditions/{i}", required=True),
+            condition=ctx.required_expression(require(item, "condition", f"{where}/dataConditions/{i}"),
+                                              f"{where}/dataConditions/{i}/condition"),
+            exit=compile_required_exit(item, ctx, f"{where}/dataConditions/{i}"),
             name=item.get("name"),
         )
         for i, item in enumerate(data_raw or ())
@@ -67,14 +67,14 @@ def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
         EventCondition(
             event=ctx.event(require(item, "eventRef", f"{where}/eventConditions/{i}"),
                             f"{where}/eventConditions/{i}/eventRef", "consumed"),
-            exit=compile_exit(item, ctx, f"{where}/eventConditions/{i}", required=True),
+            exit=compile_required_exit(item, ctx, f"{where}/eventConditions/{i}"),
             filter=event_filter(item.get("eventDataFilter"), ctx, f"{where}/eventConditions/{i}/eventDataFilter"),
             name=item.get("name"),
         )
         for i, item in enumerate(event_raw or ())
     )
     return SwitchState(**common, data_conditions=data_conditions, event_conditions=event_conditions,
-                       default=compile_exit(default_raw, ctx, f"{where}/defaultCondition", required=True))
+                       default=compile_required_exit(default_raw, ctx, f"{where}/defaultCondition"))
 
 
 def sleep(raw: dict, ctx: CompileContext, common: Common) -> State:
@@ -101,7 +101,7 @@ def parallel(raw: dict, ctx: CompileContext, common: Common) -> State:
         )
         for i, item in enumerate(require(raw, "branches", where))
     )
-    completion = raw.get("completionType") or "allOf"
+    completion: Any = raw.get("completionType") or "allOf"
     if completion not in ("allOf", "atLeast"):
         raise invalid(f"{where}/completionType", f"{completion!r} is not 'allOf' or 'atLeast'")
     num = 0
@@ -127,7 +127,7 @@ def foreach(raw: dict, ctx: CompileContext, common: Common) -> State:
             raise invalid(f"{where}/batchSize", f"must be 1 or more, found {batch}")
     return ForEachState(
         **common,
-        input_collection=ctx.expression(require(raw, "inputCollection", where), f"{where}/inputCollection"),
+        input_collection=ctx.required_expression(require(raw, "inputCollection", where), f"{where}/inputCollection"),
         output_collection=ctx.expression(raw.get("outputCollection"), f"{where}/outputCollection", path=True),
         iteration_param=_iteration_param(raw.get("iterationParam"), f"{where}/iterationParam"),
         actions=compile_actions(require(raw, "actions", where), ctx, f"{where}/actions"),

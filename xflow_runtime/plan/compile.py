@@ -67,7 +67,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
             raise invalid(f"/states/{i}/name", f"state name {name!r} is used twice")
         seen.add(name)
 
-    auth_defs = {item["name"]: item for item in as_list(document.get("auth"), "/auth") if isinstance(item, Mapping)}
+    auth_defs: dict[str, Any] = {item["name"]: item for item in as_list(document.get("auth"), "/auth") if isinstance(item, Mapping)}
     functions = {}
     for i, raw in enumerate(as_list(document.get("functions"), "/functions")):
         function = compile_function_def(raw, auth_defs, base_dir)
@@ -84,7 +84,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         retries={d.name: d for d in (compile_retry_def(raw, f"/retries/{i}")
                                      for i, raw in enumerate(as_list(document.get("retries"), "/retries")))},
         timeouts=compile_timeouts(top_timeouts_raw, "/timeouts", NO_TIMEOUTS),
-        state_names=frozenset(names),
+        state_names=frozenset(seen),
         base_dir=base_dir,
         source_name=source_name,
     )
@@ -99,7 +99,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         start_name, schedule = start.get("stateName"), start.get("schedule")
     else:
         start_name, schedule = start, None
-    start_name = ctx.state_name(start_name, "/start") if start_name is not None else names[0]
+    start_name = ctx.state_name(start_name, "/start") if start_name is not None else str(names[0])
 
     wf_timeout = compile_workflow_exec_timeout(
         (top_timeouts_raw or {}).get("workflowExecTimeout"), "/timeouts/workflowExecTimeout")

@@ -44,6 +44,14 @@ class CompileContext:
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
 
+    def required_expression(self, text: Any, where: str, *, path: bool = False) -> JqExpression:
+        """Like :meth:`expression` for a field that must be present."""
+        if text is None:
+            raise invalid(where, "an expression is required here")
+        compiled = self.expression(text, where, path=path)
+        assert compiled is not None  # noqa: S101 - expression() only returns None for None
+        return compiled
+
     def template(self, value: Any, where: str, *, extra_variables: tuple[str, ...] = ()) -> Template | None:
         """A value that is literal unless a string is a whole ``${ … }``."""
         if value is None:

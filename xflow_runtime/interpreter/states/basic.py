@@ -35,9 +35,9 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
         return data, state.default
     definition, event = received
     run.record("event_consumed", state=state.name, event_name=definition.name, id=event.get("id"))
-    condition = next(c for c in state.event_conditions if c.event is definition)
-    data = merge_event_payload(data, condition.filter, payload(event, definition), definition.name, run.variables)
-    return data, condition.exit
+    chosen = next(c for c in state.event_conditions if c.event is definition)
+    data = merge_event_payload(data, chosen.filter, payload(event, definition), definition.name, run.variables)
+    return data, chosen.exit
 
 
 async def sleep(state: SleepState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
