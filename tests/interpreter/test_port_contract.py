@@ -227,3 +227,27 @@ states:
   end: true
 """, {}, functions={"f": slow_then_fast})
     assert result.output == {"attempts": 2}
+
+
+async def test_continuations_get_their_own_step_names():
+    port = RecordingPort()
+    compiled = plan("""
+id: again
+functions: [{name: f, type: custom, operation: f}]
+states:
+- name: s
+  type: operation
+  actions: [{functionRef: f}]
+  end: {continueAs: {workflowId: again, data: "${ {n: (.n + 1)} }"}}
+""")
+    calls = []
+
+    def f(arguments):
+        calls.append(arguments["n"])
+        if arguments["n"] >= 2:
+            raise RuntimeError("stop here")
+        return None
+
+    result = await execute(compiled, {"n": 0}, port=port, context=ExecutionContext(functions={"f": f}))
+    assert calls == [0, 1, 2] and result.status == "failed"
+    assert [c[1] for c in port.calls if c[0] == "step"] == ["1:s/0:f#1", "+1/1:s/0:f#1", "+2/1:s/0:f#1"]

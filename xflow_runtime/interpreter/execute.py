@@ -54,8 +54,12 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
     instance_id = context.instance_id or await port.new_id()
     inbox = Inbox(port)
     produced: list[dict[str, Any]] = []
+    continuation = 0
     while True:
-        result = await run_instance(plan, input, port=port, context=context, instance_id=instance_id, inbox=inbox)
+        # Continuations get their own step-name prefix, so step names stay unique in one execution.
+        scope = f"+{continuation}/" if continuation else ""
+        result = await run_instance(plan, input, port=port, context=context, instance_id=instance_id, inbox=inbox,
+                                    scope=scope)
         produced.extend(result.produced_events)
         follow = getattr(result, "_continue_as", None)
         if follow is None:
@@ -63,6 +67,7 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
             return result
         plan, input, timeout = follow
         instance_id = await port.new_id()
+        continuation += 1
         if timeout is not None:
             from dataclasses import replace
 
