@@ -96,3 +96,11 @@ def test_validate_does_not_import_heavy_dependencies(valid_file: Path) -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.stdout.strip() == "0 []", result.stdout + result.stderr
+
+
+def test_stdin_document() -> None:
+    result = subprocess.run([sys.executable, str(XFLOW), "validate", "-"], input=BASE.replace(
+        "transition: Decide", "transition: Nowhere"), capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 1
+    assert result.stdout == ("<stdin>:38:17 /states/0/transition: transition target 'Nowhere' is not a state of this "
+                             "workflow [XF101 unknown-transition-target]\n")

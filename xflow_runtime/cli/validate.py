@@ -1,7 +1,7 @@
 """``xflow validate FILE…``: check workflow documents and report every problem.
 
 Exit 0 when every document is valid (warnings are printed but allowed), 1 when any has errors.
-``--format json`` prints ``{"valid": bool, "files": [...], "diagnostics": [...]}`` on stdout.
+``-`` reads a document from stdin. ``--format json`` prints ``{"valid": bool, "files": [...], "diagnostics": [...]}`` on stdout.
 Imports only the definition package: no litellm, DBOS or SQLAlchemy.
 """
 
@@ -17,16 +17,21 @@ def register(subparsers: Any, name: str) -> None:
     parser = subparsers.add_parser(name, help="check workflow documents and report every problem",
                                    description="Check workflow documents (YAML or JSON): syntax, schema, "
                                                "references and lint rules. Exit 1 if any has errors.")
-    parser.add_argument("files", nargs="+", metavar="FILE", help="workflow documents to check")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="workflow documents to check ('-' reads stdin)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from xflow_runtime.definition import validate_documents
+    from xflow_runtime.definition import validate_documents, validate_text
 
-    diagnostics = validate_documents(args.files)
+    diagnostics = []
+    for file in args.files:
+        if file == "-":
+            diagnostics.extend(validate_text(sys.stdin.read(), "<stdin>"))
+        else:
+            diagnostics.extend(validate_documents([file]))
     if args.no_warnings:
         diagnostics = [d for d in diagnostics if d.severity == "error"]
     errors = sum(1 for d in diagnostics if d.severity == "error")

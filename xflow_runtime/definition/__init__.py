@@ -6,8 +6,8 @@
 
 from xflow_runtime.definition.diagnostics import CODES, Diagnostic
 from xflow_runtime.definition.loader import (
-    CheckResult, LoadedWorkflow, build_plan, check_workflow, load_workflow, validate_documents,
+    CheckResult, LoadedWorkflow, build_plan, check_workflow, load_workflow, validate_documents, validate_text,
 )
 
 __all__ = ["CODES", "CheckResult", "Diagnostic", "LoadedWorkflow", "build_plan", "check_workflow",
-           "load_workflow", "validate_documents"]
+           "load_workflow", "validate_documents", "validate_text"]

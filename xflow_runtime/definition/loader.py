@@ -121,12 +121,20 @@ def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool
     """Check each file and return every diagnostic (errors and warnings), for ``xflow validate``."""
     found: list[Diagnostic] = []
     for path in paths:
-        result = check_workflow(Path(path), source_name=str(path))
-        found.extend(result.diagnostics)
-        if compile and result.document is not None and not result.errors:
-            found.extend(build_plan(result.document, result.base_dir, result.source_name,
-                                    result.document_map)[1])
+        found.extend(_with_plan_problems(check_workflow(Path(path), source_name=str(path)), compile))
     return found
+
+
+def validate_text(text: str, source_name: str = "<stdin>", *, compile: bool = True) -> list[Diagnostic]:
+    """Like :func:`validate_documents` for one document given as text (``xflow validate -``)."""
+    return _with_plan_problems(check_workflow(text, source_name=source_name), compile)
+
+
+def _with_plan_problems(result: CheckResult, compile: bool) -> list[Diagnostic]:
+    if not compile or result.document is None or result.errors:
+        return result.diagnostics
+    return result.diagnostics + build_plan(result.document, result.base_dir, result.source_name,
+                                           result.document_map)[1]
 
 
 def build_plan(document: dict[str, Any], base_dir: Path, source_name: str,
