@@ -48,8 +48,10 @@ def postgres_server() -> Iterator[Any]:
     try:
         yield server
     finally:
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
+        try:
+            server.cleanup()  # stops the server and deletes pgdata (last handle in this process)
+        finally:
+            shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
