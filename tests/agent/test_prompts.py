@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from xflow_runtime.agent.prompts import compile_prompt
 from xflow_runtime.errors import DefinitionError, WorkflowError
@@ -127,3 +128,14 @@ states:
 """, scripted_model, records=records)
     assert result.output == {"handled": True}
     assert scripted_model.chat_requests == []
+
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_data_is_inserted_verbatim_never_evaluated(value):
+    """Template injection through the data is impossible: a value holding `{{ … }}` or `${ … }`
+    is printed as it is, in Jinja2 and in jq messages alike."""
+    assert compile_prompt("<{{ v }}>", "/m").render({"v": value}, {}) == f"<{value}>"
+    assert compile_prompt("${ \"<\" + .v + \">\" }", "/m").render({"v": value}, {}) == f"<{value}>"
