@@ -25,10 +25,12 @@ StateHandler = Callable[[Any, Any, "Instance", str], Awaitable[tuple[Any, "Exit 
 
 _HANDLERS: dict[str, StateHandler] = {}
 
-#: Modules imported on first lookup so their ``register_state_handler`` calls run (missing ones
-#: are skipped): the built-in handlers and the agent helper's ``aiagent`` handler.
-EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.interpreter.states", "xflow_runtime.agent.handler")
-_loaded = False
+#: Modules imported when a lookup misses, so their ``register_state_handler`` calls run (missing
+#: ones are skipped): the agent's ``aiagent`` handler. A workflow without such states never pays
+#: for importing them.
+EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.agent.handler",)
+_builtins_loaded = False
+_extensions_loaded = False
 
 
 def register_state_handler(type_name: str, handler: StateHandler) -> None:
@@ -37,14 +39,22 @@ def register_state_handler(type_name: str, handler: StateHandler) -> None:
 
 
 def state_handler(type_name: str) -> StateHandler | None:
-    if not _loaded:
-        _load()
-    return _HANDLERS.get(type_name)
+    handler = _HANDLERS.get(type_name)
+    if handler is not None:
+        return handler
+    global _builtins_loaded, _extensions_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        import xflow_runtime.interpreter.states  # noqa: F401  (registers the eight SW 0.8 types)
+    elif not _extensions_loaded:
+        _extensions_loaded = True
+        _import_extensions()
+    else:
+        return None
+    return state_handler(type_name)
 
 
-def _load() -> None:
-    global _loaded
-    _loaded = True
+def _import_extensions() -> None:
     import importlib
 
     for module in EXTENSION_MODULES:

@@ -23,8 +23,8 @@ StateCompiler = Callable[[dict, "CompileContext", dict[str, Any]], "State"]
 
 _COMPILERS: dict[str, StateCompiler] = {}
 
-#: Modules imported on first use so that their ``register_state_compiler`` calls run. The agent
-#: helper's module registers ``aiagent`` and its stubs; missing modules are skipped.
+#: Modules imported when a lookup misses, so that their ``register_state_compiler`` calls run. The
+#: agent module registers ``aiagent`` and its stubs; missing modules are skipped.
 EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.plan.agent",)
 _extensions_loaded = False
 
@@ -35,8 +35,11 @@ def register_state_compiler(type_name: str, compiler: StateCompiler) -> None:
 
 
 def state_compiler(type_name: str) -> StateCompiler | None:
-    _load_extensions()
-    return _COMPILERS.get(type_name)
+    compiler = _COMPILERS.get(type_name)
+    if compiler is None and not _extensions_loaded:  # only workflows using extension types pay
+        _load_extensions()
+        compiler = _COMPILERS.get(type_name)
+    return compiler
 
 
 def known_state_types() -> tuple[str, ...]:
