@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from xflow_runtime.memory.longterm import jobs, privacy, repository, search_sql
+from xflow_runtime.memory.longterm import jobs, privacy, repository, search_pg, search_sql
 from xflow_runtime.memory.longterm.block import render_memory_block
 from xflow_runtime.memory.longterm.config import (DEFAULT_INJECT_RECENT, DEFAULT_SEARCH_LIMIT,
                                                   MAX_SEARCH_LIMIT, FactExtractionSettings, LongTermOptions)
@@ -203,19 +203,25 @@ class LongTermMemory:
         """The database part of :meth:`search` (what the bench times), on an open connection."""
         k = self.options.candidates_per_source
         ranked: dict[str, list[str]] = {}
-        if embedded is not None:
-            ranked["semantic"] = [memory_id for memory_id, _ in search_sql.semantic(
-                connection, scope, kinds, embedded.model, embedded.vectors[0], k,
-                self.options.exact_search_threshold)]
-        ranked["keyword"] = search_sql.keyword_memories(connection, scope, kinds, query, k)
+        known: dict[str, Memory] = {}
+        if connection.dialect.name == "postgresql":  # one round trip for both lists and their rows
+            found_pg = search_pg.candidates(connection, scope, kinds, query, embedded and embedded.model,
+                                            embedded and embedded.vectors[0], k, self.options.exact_search_threshold)
+            ranked, known = found_pg.lists, found_pg.rows
+        else:
+            if embedded is not None:
+                ranked["semantic"] = [memory_id for memory_id, _ in search_sql.semantic(
+                    connection, scope, kinds, embedded.model, embedded.vectors[0], k,
+                    self.options.exact_search_threshold)]
+            ranked["keyword"] = search_sql.keyword_memories(connection, scope, kinds, query, k)
         message_text: dict[str, str] = {}
         if include_messages:
             found = search_sql.keyword_messages(connection, scope, query, k)
             message_text = dict(found)
             ranked["messages"] = [f"message:{key}" for key, _ in found]
         fused = reciprocal_rank_fusion(ranked, k=self.options.rrf_k, limit=limit)
-        rows = repository.get_many(connection, scope, [str(f.key) for f in fused
-                                                       if not str(f.key).startswith("message:")])
+        missing = [str(f.key) for f in fused if not str(f.key).startswith("message:") and f.key not in known]
+        rows = {**known, **repository.get_many(connection, scope, missing)}
         hits: list[SearchHit] = []
         for item in fused:
             key = str(item.key)
