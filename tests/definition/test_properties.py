@@ -37,6 +37,7 @@ RICH = BASE.replace("      end: true\n", "      transition: Agent\n") + """\
     agentOutcomes:
       - condition: "${ $agentOutcome.returnValues.answer != null }"
         dataFilter: {data: "${ $agentOutcome.returnValues }", toStateData: .answer}
+        finish: true
         transition: Each
     transition: Each
   - name: Each
@@ -182,6 +183,7 @@ def test_arbitrary_bytes_never_crash(data: bytes) -> None:
 
 def test_rich_base_is_valid() -> None:
     assert check_workflow(RICH).diagnostics == []
+    assert load_workflow(RICH).plan is not None
 
 
 def test_check_is_deterministic() -> None:

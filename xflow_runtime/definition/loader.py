@@ -112,6 +112,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
         report(pointer, message, code, prefer_key=prefer_key)
     resolve_data_input_schema(value, context)
     run_lint(value, report)
+    collected = _drop_superseded(collected)
     if errors_in(collected):  # reachability over a broken graph is noise until the errors are fixed
         collected = [d for d in collected if d.code != "XF119"]
     return CheckResult(value, _finish(collected), name, folder, document_map)
@@ -192,6 +193,17 @@ def _names_a_file(text: str) -> bool:
     if "\n" in text or not text.strip() or len(text) > 4096:
         return False
     return text.lower().endswith(_FILE_SUFFIXES) or os.path.isfile(text)
+
+
+def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """A lint finding that names the real problem replaces the schema's confusing symptom.
+
+    A switch with both condition kinds fails the schema as "unknown property 'dataConditions'";
+    XF116 says what is wrong, so the unknown-property findings on that switch go.
+    """
+    mixed = {(d.file, d.pointer.rsplit("/", 1)[0]) for d in diagnostics if d.code == "XF116"}
+    return [d for d in diagnostics if not (d.code == "XF051" and (d.file, d.pointer.rsplit("/", 1)[0]) in mixed
+                                           and d.pointer.endswith(("/dataConditions", "/eventConditions")))]
 
 
 def _finish(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

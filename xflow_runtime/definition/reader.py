@@ -1,15 +1,14 @@
 """Read one file or text into a JSON value plus a :class:`SourceMap`, reporting problems, never raising.
 
 YAML goes through libyaml's composer (fast, with marks) and :class:`YamlTreeBuilder`. JSON is
-parsed by :mod:`json` (exact numbers, JSON's own error positions) and then composed as YAML only
-to learn positions and find duplicate keys, which :mod:`json` would silently accept.
+parsed by :mod:`json` (exact numbers, JSON's own error positions) and then scanned once more by
+:class:`JsonPositionScanner` for positions and duplicate keys, which :mod:`json` would silently merge.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import yaml
 
 from xflow_runtime.definition.diagnostics import Diagnostic
+from xflow_runtime.definition.json_positions import JsonPositionScanner
 from xflow_runtime.definition.source_map import SourceMap, join_pointer
 from xflow_runtime.definition.yaml_tree import YamlTreeBuilder
 
@@ -85,8 +85,14 @@ def _parse_json(text: str, name: str, *, strict: bool) -> ParsedSource:
     def reject_constant(token: str) -> Any:
         raise ValueError(f"{token} is not valid JSON")
 
+    def first_key_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, item in pairs:  # as for YAML: the first of two equal keys is kept (and XF003 reported)
+            result.setdefault(key, item)
+        return result
+
     try:
-        value = json.loads(text, parse_constant=reject_constant)
+        value = json.loads(text, parse_constant=reject_constant, object_pairs_hook=first_key_wins)
     except json.JSONDecodeError as exc:
         if not strict:  # text starting with '{' may still be YAML flow style
             return _parse_yaml(text, name)
@@ -95,26 +101,12 @@ def _parse_json(text: str, name: str, *, strict: bool) -> ParsedSource:
         return _failed(name, 1, 1, f"invalid JSON: {exc}", "XF002")
     except RecursionError:
         return _failed(name, 1, 1, "the JSON is nested too deeply", "XF011")
-    positions = _parse_yaml(_as_yaml_positions_text(text), name)
-    source_map = positions.source_map if positions.value is not None else SourceMap(name)
-    found = [d for d in positions.diagnostics if d.code == "XF003"]
+    scanner = JsonPositionScanner(text.lstrip("\ufeff"), name)
+    source_map = scanner.scan()
+    found = list(scanner.diagnostics)
     found.extend(Diagnostic(name, *source_map.locate(pointer), pointer, "number too large: it does not fit a "
                             "64-bit float", "error", "XF009") for pointer in _infinite(value, ""))
     return ParsedSource(value, source_map, found)
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _as_yaml_positions_text(text: str) -> str:
-    """Same length and lines, but composable by YAML: only positions are taken from it.
-
-    Tabs outside strings are JSON whitespace that YAML refuses (inside a valid JSON string a tab is
-    always escaped); NEL/LS/PS are line breaks to YAML but not to JSON; escaped UTF-16 surrogates
-    (emoji) are refused by PyYAML one by one.
-    """
-    text = text.replace("\t", " ").replace("\x85", " ").replace("\u2028", " ").replace("\u2029", " ")
-    return _SURROGATE_ESCAPE.sub(lambda m: "\\u003f", text)
 
 
 def _infinite(value: Any, pointer: str) -> list[str]:
