@@ -56,3 +56,16 @@ def test_xf199_a_crashing_lint_rule_is_reported_not_raised() -> None:
 
     run_lint({"states": []}, recorder, rules=(broken_rule,))
     assert found == [("", "internal error in lint rule broken_rule: KeyError: 'oops'", "XF199")]
+
+
+def test_xf060_from_validate_is_positioned_in_the_document() -> None:
+    from xflow_runtime.definition import validate_text
+
+    from tests.definition.test_lint_memory import AGENT_TEXT
+
+    # The plan compiler's own rule (an outcome with a transition must finish) is not a lint rule here.
+    assert [str(d) for d in validate_text(AGENT_TEXT, "wf.yaml")] == [
+        "wf.yaml:66:9 /states/3/agentOutcomes/0: an outcome with finish: false keeps the conversation in this "
+        "state, so its transition would never be taken; set finish: true [XF060 plan-error]"]
+    assert validate_text(AGENT_TEXT.replace("        transition: Done\n", "        finish: true\n"
+                                            "        transition: Done\n"), "wf.yaml") == []
