@@ -67,5 +67,6 @@ def test_xf060_from_validate_is_positioned_in_the_document() -> None:
     assert [str(d) for d in validate_text(AGENT_TEXT, "wf.yaml")] == [
         "wf.yaml:66:9 /states/3/agentOutcomes/0: an outcome with finish: false keeps the conversation in this "
         "state, so its transition would never be taken; set finish: true [XF060 plan-error]"]
-    assert validate_text(AGENT_TEXT.replace("        transition: Done\n", "        finish: true\n"
-                                            "        transition: Done\n"), "wf.yaml") == []
+    finished = AGENT_TEXT.replace("        transition: Done\n    end: true\n",
+                                  "        finish: true\n        transition: Done\n    end: true\n")
+    assert validate_text(finished, "wf.yaml") == []
