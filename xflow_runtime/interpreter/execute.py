@@ -33,6 +33,9 @@ class ExecutionResult:
     error: dict[str, Any] | None = None
     instance_id: str = ""
     produced_events: list[dict[str, Any]] = field(default_factory=list)
+    #: (plan, input, workflowExecTimeout) of the continuation ``execute`` starts next, if any.
+    continue_with: tuple[WorkflowPlan, Any, WorkflowExecTimeout | None] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +64,7 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
         result = await run_instance(plan, input, port=port, context=context, instance_id=instance_id, inbox=inbox,
                                     scope=scope)
         produced.extend(result.produced_events)
-        follow = getattr(result, "_continue_as", None)
+        follow = result.continue_with
         if follow is None:
             result.produced_events = produced
             return result
@@ -122,7 +125,7 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
         if parent is not None:  # a subflow's parent sees the last continuation's output
             return await run_instance(target, new_input, port=port, context=context,
                                       instance_id=f"{instance_id}+", inbox=inbox, scope=f"{scope}+", parent=parent)
-        result._continue_as = (target, new_input, follow.workflow_exec_timeout)  # type: ignore[attr-defined]
+        result.continue_with = (target, new_input, follow.workflow_exec_timeout)
     return result
 
 
