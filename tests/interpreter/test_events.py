@@ -271,3 +271,54 @@ states:
 - {name: wait, type: event, onEvents: [{eventRefs: [Order]}], end: {produceEvents: [{eventRef: Shipped}]}}
 """, {}, events=[event("order", "shop", {"item": 1}, orderid="o-7")])
     assert result.produced_events[0]["orderid"] == "o-7"
+
+
+NON_EXCLUSIVE_START = """
+events:
+- {name: A, type: a.type, source: src}
+- {name: B, type: b.type, source: src}
+functions: [{name: f, type: custom, operation: f}]
+states:
+- {name: first, type: event, exclusive: false, timeouts: {eventTimeout: PT1H},
+   onEvents: [{eventRefs: [A, B], actions: [{functionRef: f}]}], end: true}
+"""
+
+
+def _gap_scenario(gap_seconds: float):
+    """Run NON_EXCLUSIVE_START on a virtual clock; A arrives after 3 h, B ``gap_seconds`` later."""
+    import asyncio
+
+    from xflow_runtime.engine.clock import VirtualClockLoop
+    from xflow_runtime.engine.inprocess import InProcessEngine
+    from xflow_runtime.interpreter import ExecutionContext, execute
+    from tests.interpreter.support import plan
+
+    engine, calls = InProcessEngine(), []
+
+    async def deliver():
+        await asyncio.sleep(3 * 3600)  # the first event has no time limit
+        engine.send_event(event("a.type", "src", {"a": 1}))
+        await asyncio.sleep(gap_seconds)
+        engine.send_event(event("b.type", "src", {"b": 1}))
+
+    async def scenario():
+        feeder = asyncio.ensure_future(deliver())
+        context = ExecutionContext(functions={"f": lambda args: calls.append(args)})
+        result = await execute(plan(NON_EXCLUSIVE_START), {}, port=engine, context=context)
+        feeder.cancel()
+        return result
+
+    loop = VirtualClockLoop()
+    try:
+        return loop.run_until_complete(scenario()), calls
+    finally:
+        loop.close()
+
+
+async def test_non_exclusive_start_state_times_the_gap_between_events():
+    import asyncio
+
+    within_gap, calls = await asyncio.to_thread(_gap_scenario, 1800)
+    assert within_gap.output == {"a": 1, "b": 1} and calls == [{"a": 1, "b": 1}]
+    too_late, calls = await asyncio.to_thread(_gap_scenario, 7200)
+    assert calls == [] and too_late.output == {}

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 async def event(state: EventState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
     """``exclusive: true``: the first matching event runs its ``onEvents`` entry, then the state
     completes. ``exclusive: false``: every referenced event must arrive; then each entry, in order,
-    merges its events and runs its actions. ``eventTimeout`` expiring skips the actions (no error);
-    it does not apply to an exclusive start state, which creates the instance."""
+    merges its events and runs its actions. ``eventTimeout`` expiring skips the actions (no error).
+    For the start state (whose events create the instance) it does not apply when exclusive, and
+    bounds the gap between the events of the set when not."""
     timeout = state.timeouts.event
-    if state.exclusive and run.visits == 1 and run.parent is None and state.name == run.plan.start:
+    starting = run.visits == 1 and run.parent is None and state.name == run.plan.start
+    if state.exclusive and starting:
         timeout = None
     if state.exclusive:
         wanted = [definition for entry in state.on_events for definition in entry.events]
@@ -32,13 +34,14 @@ async def event(state: EventState, data: Any, run: "Instance", scope: str) -> tu
         entry = next(e for e in state.on_events if any(d is definition for d in e.events))
         return await _consume(run, entry, [(definition, message)], data, f"{scope}/e0",
                               state.timeouts), None
-    return await _all_events(state, data, run, scope, timeout), None
+    return await _all_events(state, data, run, scope, timeout, gap=starting), None
 
 
-async def _all_events(state: EventState, data: Any, run: "Instance", scope: str, timeout: float | None) -> Any:
+async def _all_events(state: EventState, data: Any, run: "Instance", scope: str, timeout: float | None,
+                      *, gap: bool) -> Any:
     missing = {definition.name: definition for entry in state.on_events for definition in entry.events}
     got: dict[str, dict[str, Any]] = {}
-    deadline = None if timeout is None else await run.port.now() + timeout
+    deadline = None if timeout is None or gap else await run.port.now() + timeout
     while missing:
         remaining = None if deadline is None else max(0.0, deadline - await run.port.now())
         received = await run.inbox.receive(list(missing.values()), remaining, run.correlation)
@@ -48,6 +51,8 @@ async def _all_events(state: EventState, data: Any, run: "Instance", scope: str,
         definition, message = received
         got[definition.name] = message
         del missing[definition.name]
+        if gap and timeout is not None:  # start state: the next event must follow within the timeout
+            deadline = await run.port.now() + timeout
     for i, entry in enumerate(state.on_events):
         data = await _consume(run, entry, [(d, got[d.name]) for d in entry.events], data, f"{scope}/e{i}",
                               state.timeouts)
