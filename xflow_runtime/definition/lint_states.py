@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import Any, Callable
 
 from xflow_runtime.definition.source_map import join_pointer
 from xflow_runtime.definition.walk import (
@@ -27,8 +27,7 @@ def check_names(document: dict[str, Any], report: Reporter) -> None:
         pointer, f"duplicate state name {name!r} (first used at {first})", "XF102"))
     for field in _DEFINITION_LISTS:
         items = list(enumerate_dicts(document.get(field), "/" + field))
-        duplicates(items, on_duplicate=lambda name, pointer, first, field=field: report(
-            pointer, f"duplicate {field} name {name!r} (first defined at {first})", "XF115"))
+        duplicates(items, on_duplicate=_duplicate_definition(field, report))
     for state, pointer in all_states:
         tools = list(enumerate_dicts(state.get("tools"), join_pointer(pointer, "tools")))
         duplicates(tools, on_duplicate=lambda name, p, first: report(
@@ -37,6 +36,12 @@ def check_names(document: dict[str, Any], report: Reporter) -> None:
         if isinstance(name, str) and _SUSPICIOUS_NAME.search(name):
             report(join_pointer(pointer, "name"), f"state name {name!r} has surrounding whitespace or control "
                    "characters; transitions must repeat it exactly", "XF120")
+
+
+def _duplicate_definition(field: str, report: Reporter) -> Callable[[str, str, str], None]:
+    def on_duplicate(name: str, pointer: str, first: str) -> None:
+        report(pointer, f"duplicate {field} name {name!r} (first defined at {first})", "XF115")
+    return on_duplicate
 
 
 def check_targets(document: dict[str, Any], report: Reporter) -> None:

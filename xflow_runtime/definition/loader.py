@@ -82,9 +82,10 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     value = parsed.value
     if value is not None and not isinstance(value, dict):
         hint = ""
-        was_text = isinstance(path_or_text, str) and not _names_a_file(path_or_text)
-        if isinstance(value, str) and was_text and source_name is None and "\n" not in path_or_text.strip():
-            hint = f" (read as YAML text: no file named {path_or_text.strip()!r} exists)"
+        text = path_or_text.strip() if isinstance(path_or_text, str) else ""
+        if isinstance(value, str) and text and "\n" not in text and source_name is None \
+                and not _names_a_file(text):
+            hint = f" (read as YAML text: no file named {text!r} exists)"
         collected.append(Diagnostic(name, *parsed.source_map.locate(""), "", f"the document root is "
                                     f"{json_type(value)}, expected a mapping with id, specVersion and states{hint}",
                                     "error", "XF008"))

@@ -113,10 +113,11 @@ def _infinite(value: Any, pointer: str) -> list[str]:
     """Pointers of numbers like 1e400 that JSON parsing turned into infinity."""
     if isinstance(value, float) and not math.isfinite(value):
         return [pointer]
+    items: list[tuple[str | int, Any]]
     if isinstance(value, dict):
-        items = value.items()
+        items = list(value.items())
     elif isinstance(value, list):
-        items = enumerate(value)
+        items = list(enumerate(value))
     else:
         return []
     return [found for key, item in items for found in _infinite(item, join_pointer(pointer, key))]
