@@ -75,48 +75,61 @@ def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | No
 
 def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
                    base_dir: str | os.PathLike[str] | None = None, validator: Any = None) -> CheckResult:
-    """Run every check without raising; the result lists errors and warnings, sorted by position."""
+    """Every loader check (not the plan compiler), without raising; diagnostics sorted by position."""
     parsed, name, folder = _read(path_or_text, source_name, base_dir)
-    collected: list[Diagnostic] = list(parsed.diagnostics)
     document_map = DocumentMap(parsed.source_map)
+    collector = _Collector(document_map, list(parsed.diagnostics))
     value = parsed.value
     if value is not None and not isinstance(value, dict):
-        hint = ""
-        text = path_or_text.strip() if isinstance(path_or_text, str) else ""
-        if isinstance(value, str) and text and "\n" not in text and source_name is None \
-                and not _names_a_file(text):
-            hint = f" (read as YAML text: no file named {text!r} exists)"
-        collected.append(Diagnostic(name, *parsed.source_map.locate(""), "", f"the document root is "
-                                    f"{json_type(value)}, expected a mapping with id, specVersion and states{hint}",
-                                    "error", "XF008"))
+        collector.found.append(_root_not_mapping(value, path_or_text, source_name, parsed))
         value = None
     if value is None:  # duplicate keys and non-JSON values still give a value: keep checking it
-        return CheckResult(None, _finish(collected), name, folder, document_map)
-
-    schema_pointers: set[str] = set()
-
-    def report(pointer: str, message: str, code: str, *, severity: str | None = None,
-               prefer_key: bool = False) -> None:
-        if not code.startswith("XF05"):
-            if pointer in schema_pointers:
-                return  # one problem, one diagnostic: the schema already explained this value
-        else:
-            schema_pointers.add(pointer)
-        file, inner, (line, column) = document_map.resolve(pointer, prefer_key=prefer_key)
-        level = severity or (CODES[code].severity if code in CODES else "error")
-        collected.append(Diagnostic(file, line, column, inner, message, level, code))  # type: ignore[arg-type]
+        return CheckResult(None, _finish(collector.found), name, folder, document_map)
 
     display_dir = "" if name.startswith("<") else os.path.dirname(name)
-    context = ReferenceContext(folder, display_dir, document_map, collected.append, {})
+    context = ReferenceContext(folder, display_dir, document_map, collector.found.append, {})
     resolve_references(value, context)
     for pointer, message, code, prefer_key in explain(_schema_validator(validator).iter_errors(value)):
-        report(pointer, message, code, prefer_key=prefer_key)
+        collector.report(pointer, message, code, prefer_key=prefer_key)
     resolve_data_input_schema(value, context)
-    run_lint(value, report)
-    collected = _drop_superseded(collected)
-    if errors_in(collected):  # reachability over a broken graph is noise until the errors are fixed
-        collected = [d for d in collected if d.code != "XF119"]
-    return CheckResult(value, _finish(collected), name, folder, document_map)
+    run_lint(value, collector.report)
+    found = _drop_superseded(collector.found)
+    if errors_in(found):  # reachability over a broken graph is noise until the errors are fixed
+        found = [d for d in found if d.code != "XF119"]
+    return CheckResult(value, _finish(found), name, folder, document_map)
+
+
+class _Collector:
+    """Turns (pointer, message, code) reports into positioned diagnostics, one per problem.
+
+    Schema findings (XF05x) come first; a later lint finding on a pointer the schema already
+    explained is dropped, so one mistake does not produce two messages.
+    """
+
+    def __init__(self, document_map: DocumentMap, found: list[Diagnostic]) -> None:
+        self.document_map = document_map
+        self.found = found
+        self._schema_pointers: set[str] = set()
+
+    def report(self, pointer: str, message: str, code: str, *, severity: str | None = None,
+               prefer_key: bool = False) -> None:
+        if code.startswith("XF05"):
+            self._schema_pointers.add(pointer)
+        elif pointer in self._schema_pointers:
+            return
+        file, inner, (line, column) = self.document_map.resolve(pointer, prefer_key=prefer_key)
+        level = severity or (CODES[code].severity if code in CODES else "error")
+        self.found.append(Diagnostic(file, line, column, inner, message, level, code))  # type: ignore[arg-type]
+
+
+def _root_not_mapping(value: Any, path_or_text: str | os.PathLike[str], source_name: str | None,
+                      parsed: ParsedSource) -> Diagnostic:
+    hint = ""
+    text = path_or_text.strip() if isinstance(path_or_text, str) else ""
+    if isinstance(value, str) and text and "\n" not in text and source_name is None and not _names_a_file(text):
+        hint = f" (read as YAML text: no file named {text!r} exists)"
+    return Diagnostic(parsed.source_map.file, *parsed.source_map.locate(""), "", f"the document root is "
+                      f"{json_type(value)}, expected a mapping with id, specVersion and states{hint}", "error", "XF008")
 
 
 def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool = True) -> list[Diagnostic]:
