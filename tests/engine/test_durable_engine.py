@@ -162,7 +162,7 @@ async def test_a_durable_sleep_keeps_its_wake_up_time_across_a_restart(launch, d
     assert time.time() - started >= 1.0
     names = [s["function_name"] for s in await engine.steps("sleeper")]
     # One clock reading (the wake-up time, reused by the recovery) and one fired timer.
-    assert names == ["xflow.now", "xflow.sleep"]
+    assert names == ["xflow.timer#1", "xflow.sleep"]
 
 
 async def test_now_and_new_id_are_recorded(launch, database_url) -> None:

@@ -271,3 +271,56 @@ async def test_concurrent_first_calls_open_the_durable_engine_once(files, tmp_pa
         assert [(await h.result())["receipt"] for h in handles] == [{"charged": n} for n in range(3)]
     finally:
         await runtime.close()
+
+
+PARALLEL = """
+id: fan
+specVersion: "0.8"
+start: Fan
+events:
+  - {name: Go, type: go, source: /t}
+functions:
+  - {name: work, type: custom, operation: work}
+states:
+  - name: Fan
+    type: parallel
+    branches:
+      - name: Slow
+        actions:
+          - functionRef: {refName: work, arguments: {name: a1, pause: 0.3}}
+          - functionRef: {refName: work, arguments: {name: a2, pause: 0.0}}
+      - name: Fast
+        actions:
+          - functionRef: {refName: work, arguments: {name: b1, pause: 0.0}}
+          - functionRef: {refName: work, arguments: {name: b2, pause: 0.0}}
+    transition: Wait
+  - name: Wait
+    type: event
+    onEvents: [{eventRefs: [Go]}]
+    end: true
+"""
+
+
+async def test_parallel_branches_replay_in_the_order_they_first_ran(tmp_path: Path) -> None:
+    """The fast branch drew its second step before the slow branch drew its own: a replay (where
+    every recorded step returns at once) must repeat that order, not its own."""
+    (tmp_path / "fan.yaml").write_text(PARALLEL)
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    calls: list[str] = []
+
+    async def work(name: str, pause: float) -> dict[str, Any]:
+        calls.append(name)
+        await asyncio.sleep(pause)
+        return {name: True}
+
+    first = Runtime("durable", database_url=url, functions={"work": work})
+    await first.start(first.load(tmp_path / "fan.yaml"), {}, instance_id="fan-1")
+    for _ in range(200):
+        if [s["state"] for s in (await first.describe("fan-1"))["states"]] == ["Fan", "Wait"]:
+            break
+        await asyncio.sleep(0.05)
+    await first.close()
+    async with Runtime("durable", database_url=url, functions={"work": work}) as second:
+        await second.send_event({"type": "go", "source": "/t"}, instance_id="fan-1")
+        await second.instance("fan-1").result()
+    assert sorted(calls) == ["a1", "a2", "b1", "b2"]  # recovery re-ran none of them

@@ -46,6 +46,7 @@ from xflow_runtime.engine.durable_names import (
     WORKFLOW_NAME,
     FOREVER_SECONDS,
 )
+from xflow_runtime.engine.durable_replay import HISTORY_STEP, RECEIVE, ReplayOrder
 from xflow_runtime.errors import WorkflowError, XFlowError
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ _body: InstanceBody | None = None
 #: Pending history records that make the next effect flush them first (one write per batch).
 HISTORY_BATCH = 32
 
+#: Name of a timer's clock reading (distinct from ``now()``, so the two are never confused).
+TIMER_CLOCK = "xflow.timer"
+
 #: How often a caller waiting for an instance's result re-reads its status.
 RESULT_POLLING_SECONDS = 0.02
 
@@ -72,26 +76,26 @@ class DurableEngineError(XFlowError):
 class DurablePort:
     """The engine port inside one running DBOS workflow (one instance).
 
-    ``history`` (the interpreter's observer buffer) is flushed to the instance's history stream
-    as one checkpointed write per batch: before the instance blocks (sleep, event wait), at its
-    end, and before an effect once :data:`HISTORY_BATCH` records are pending. Flush points depend
-    only on the record count, so a replay reaches them in the same order and never stores a
-    record twice; records not flushed before a crash are reported again by the replay.
+    Every call first takes its turn in the recorded order (:class:`ReplayOrder`: a no-op unless the
+    instance is replaying after a restart), then draws the DBOS operation numbers it needs.
+
+    ``history`` (the interpreter's observer buffer) is stored as batches, each written by a step
+    named ``xflow.history``: before the instance blocks (sleep, event wait), at its end, and before
+    an effect once :data:`HISTORY_BATCH` records are pending. A replay performs the recorded
+    flushes (skipped by DBOS: they wrote then) and no others, so it never stores a batch twice;
+    records not stored before a crash are reported again by the replay and stored then.
     """
 
     def __init__(self, instance_id: str, history: "HistoryBuffer | None" = None,
-                 replay: "ReplayFrontier | None" = None) -> None:
+                 order: ReplayOrder | None = None) -> None:
         self.instance_id = instance_id
         self.history = history
-        self.replay = replay or ReplayFrontier(instance_id, None)
-
-    # Each call draws every DBOS operation number it needs before its first suspension
-    # (``DBOS.reserve_step`` and DBOS calls draw synchronously): when the interpreter races a
-    # timer against work, the numbers then do not depend on which side's I/O finishes first.
+        self.order = order or ReplayOrder(instance_id, None)
+        self._timers = 0
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
+        await self._take_turn(name)
         slot = DBOS.reserve_step()
-        await self._flush_when_full()
 
         async def step() -> T:
             try:
@@ -114,13 +118,16 @@ class DurablePort:
         """
         if seconds <= 0:
             return
+        # Timers are numbered as they start, so a replay never gives one timer another's clock.
+        self._timers += 1
+        clock = f"{TIMER_CLOCK}#{self._timers}"
+        await self._take_turn(clock, blocking=True)
         clock_slot, timer_slot = DBOS.reserve_step(), DBOS.reserve_step()
-        await self.flush()
-        wake_at = await clock_slot.run_async({"name": "xflow.now"}, _read_clock) + seconds
-        replay = self.replay
+        wake_at = await clock_slot.run_async({"name": clock}, _read_clock) + seconds
+        order = self.order
 
         async def wait_until_wake() -> None:
-            await replay.caught_up()
+            await order.caught_up()
             remaining = wake_at - time.time()
             if remaining > 0:
                 await asyncio.sleep(remaining)
@@ -128,7 +135,7 @@ class DurablePort:
         await timer_slot.run_async({"name": "xflow.sleep"}, wait_until_wake)
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
-        await self.flush()
+        await self._take_turn(RECEIVE, blocking=True)
         # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
         message = await DBOS.recv_async(topic, timeout_seconds=seconds)
@@ -137,51 +144,40 @@ class DurablePort:
         return message[EVENT_ENVELOPE_KEY]
 
     async def now(self) -> float:
-        slot = DBOS.reserve_step()
-        await self._flush_when_full()
-        return await slot.run_async({"name": "xflow.now"}, _read_clock)
+        await self._take_turn("xflow.now")
+        return await DBOS.reserve_step().run_async({"name": "xflow.now"}, _read_clock)
 
     async def new_id(self) -> str:
-        slot = DBOS.reserve_step()
-        await self._flush_when_full()
-        return await slot.run_async({"name": "xflow.new_id"}, _draw_id)
-
-    async def _flush_when_full(self) -> None:
-        if self.history is not None and self.history.pending >= HISTORY_BATCH:
-            await self.flush()
+        await self._take_turn("xflow.new_id")
+        return await DBOS.reserve_step().run_async({"name": "xflow.new_id"}, _draw_id)
 
     async def flush(self) -> None:
-        """Store the history records reported since the last flush (a no-op when none)."""
-        if self.history is None:
+        """Store the pending history records (at the end of the instance)."""
+        await self._take_turn(HISTORY_STEP, blocking=True, flush_only=True)
+
+    async def _take_turn(self, name: str, *, blocking: bool = False, flush_only: bool = False) -> None:
+        order = self.order
+        await order.load()
+        if not order.replaying:
+            pending = self.history.pending if self.history is not None else 0
+            if pending >= HISTORY_BATCH or (blocking and pending):
+                await self._store_history()
+            if flush_only:
+                return
+        elif flush_only:
+            while order.expected() == HISTORY_STEP:
+                await self._store_history()
             return
-        batch = self.history.drain()
-        if batch:
-            await DBOS.write_stream_async(HISTORY_STREAM, batch)
+        await order.turn(name, self._store_history)
 
+    async def _store_history(self) -> None:
+        batch = self.history.drain() if self.history is not None else []
 
-class ReplayFrontier:
-    """Knows whether an instance is still replaying operations recorded by an earlier run.
+        async def write() -> None:
+            if batch:  # from inside the step: DBOS keys it by instance + offset
+                await DBOS.write_stream_async(HISTORY_STREAM, batch)
 
-    DBOS numbers a workflow's operations as they start (``function_id`` of the workflow's
-    context). The instance has caught up once that counter reaches the highest number recorded
-    when this run began; newer records were made by this run, below the counter.
-    """
-
-    POLL_SECONDS = 0.01
-
-    def __init__(self, instance_id: str, workflow_context: Any) -> None:
-        self.instance_id = instance_id
-        self._context = workflow_context
-        self._last_recorded: int | None = None
-
-    async def caught_up(self) -> None:
-        if self._context is None:
-            return
-        if self._last_recorded is None:
-            steps = await DBOS.list_workflow_steps_async(self.instance_id, load_output=False)
-            self._last_recorded = max((step["function_id"] for step in steps), default=-1)
-        while self._context.function_id < self._last_recorded:
-            await asyncio.sleep(self.POLL_SECONDS)
+        await DBOS.reserve_step().run_async({"name": HISTORY_STEP}, write)
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -190,8 +186,8 @@ async def _instance_workflow(request: dict[str, Any]) -> Any:
         raise DurableEngineError("no xflow runtime is attached to the durable engine in this process")
     instance_id = DBOS.workflow_id
     assert instance_id is not None
-    frontier = ReplayFrontier(instance_id, get_local_dbos_context())
-    return await _body(request, DurablePort(instance_id, replay=frontier))
+    order = ReplayOrder(instance_id, get_local_dbos_context())
+    return await _body(request, DurablePort(instance_id, order=order))
 
 
 async def _read_clock() -> float:
