@@ -50,12 +50,12 @@ def test_xf123_sizes_are_positive_integers() -> None:
 
 def test_xf124_sizing_field_of_the_other_type_alone_is_a_warning() -> None:
     found = _lint_only(_with_memory("{memoryId: s1, memoryType: token_window, maxTokens: 500, maxMessages: 5}"))
-    assert found == []  # both given: each type uses its own, nothing is ignored silently
+    assert found == []  # both given: both limits apply (specs/memory.md §1.3), nothing to warn about
     found = _lint_only(_with_memory("{memoryId: s1, maxTokens: 500}"))
     assert found == [
         "wf.yaml:60:13 /states/3/memory: memoryType message_window needs maxMessages [XF123 memory-settings]",
-        "wf.yaml:60:28 /states/3/memory/maxTokens: warning: maxTokens does not apply to memoryType message_window; "
-        "did you mean memoryType token_window? [XF124 memory-setting-ignored]",
+        "wf.yaml:60:28 /states/3/memory/maxTokens: warning: maxTokens is given without maxMessages while memoryType "
+        "is message_window; did you mean memoryType token_window? [XF124 memory-type-mismatch]",
     ]
 
 

@@ -71,7 +71,7 @@ _TABLE: tuple[Code, ...] = (
     Code("XF121", "invalid-expression", "error", "a jq expression does not compile"),
     Code("XF122", "not-a-path-expression", "error", "toStateData/outputCollection is not a path expression"),
     Code("XF123", "memory-settings", "error", "chat memory settings are inconsistent"),
-    Code("XF124", "memory-setting-ignored", "warning", "a memory sizing field does not apply to the memory type"),
+    Code("XF124", "memory-type-mismatch", "warning", "only the other memory type's sizing field is given"),
     Code("XF125", "unknown-expression-function", "error", "${ fn:name } names no expression function"),
     Code("XF126", "undeclared-secret", "warning", "$SECRETS.NAME is used but NAME is not in secrets"),
     Code("XF127", "invalid-duration", "error", "a duration is not ISO 8601 (e.g. PT30D instead of P30D)"),

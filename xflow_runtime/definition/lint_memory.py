@@ -4,7 +4,9 @@
 the newest whole messages that fit ``maxTokens``. Each type needs its own sizing field (no silent
 default: how much history a model sees is a cost and privacy decision), unless memory is switched
 off (``enabled: false`` or ``scope: none``). The schema says the same; the loader keeps one
-diagnostic per pointer, so this rule speaks only when a schema does not.
+diagnostic per pointer, so this rule speaks only when a schema does not. The memory component
+applies every explicit limit whatever the type (specs/memory.md §1.3), so a lone limit of the other
+type is legal but usually means the other type was intended: a warning (XF124).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def check_memory(document: dict[str, Any], report: Reporter) -> None:
             report(join_pointer(pointer, "memory"), f"memoryType {memory_type} needs {own}", "XF123")
         if other in memory and own not in memory:
             other_type = next(t for t, f in _SIZING.items() if f == other)
-            report(at(other), f"{other} does not apply to memoryType {memory_type}; did you mean memoryType "
-                   f"{other_type}?", "XF124", severity="warning", prefer_key=True)
+            report(at(other), f"{other} is given without {own} while memoryType is {memory_type}; did you mean "
+                   f"memoryType {other_type}?", "XF124", severity="warning", prefer_key=True)
 
 
 def _positive_int(value: Any) -> bool:
