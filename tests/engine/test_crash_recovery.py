@@ -128,3 +128,57 @@ def test_killed_instances_resume_to_the_uninterrupted_output(tmp_path: Path) -> 
     assert described["status"] == "SUCCESS"
     # History is keyed by instance + sequence: replays after each kill did not duplicate it.
     assert [visit["state"] for visit in described["states"]] == [f"S{n:02d}" for n in range(STATES)]
+
+
+def parallel_workflow(path: Path) -> None:
+    """Two parallel states of three branches, three calls per branch, with uneven pauses, so the
+    branches' calls interleave differently in every run. Call ``n`` = state*100 + branch*10 + k."""
+    def branches(state: int) -> list[dict]:
+        return [{"name": f"B{state}{b}", "actions": [
+            {"functionRef": {"refName": "record", "arguments": {
+                "log": "${ .log }", "n": state * 100 + b * 10 + k, "pause": 0.02 * ((b + k) % 3)}},
+             "actionDataFilter": {"toStateData": f"${{ .r{state}{b}{k} }}"}} for k in range(3)]}
+            for b in range(3)]
+    document = {
+        "id": "crash-parallel", "version": "1.0", "specVersion": "0.8", "start": "Fan0",
+        "functions": [{"name": "record", "type": "custom",
+                       "operation": "python:tests.engine.crash_functions:record"}],
+        "states": [{"name": "Fan0", "type": "parallel", "branches": branches(0), "transition": "Fan1"},
+                   {"name": "Fan1", "type": "parallel", "branches": branches(1), "end": True}],
+    }
+    path.write_text(json.dumps(document))
+
+
+@pytest.mark.slow
+def test_killed_parallel_instances_resume_without_rerunning_completed_calls(tmp_path: Path) -> None:
+    workflow = tmp_path / "parallel.json"
+    parallel_workflow(workflow)
+    db = f"sqlite:///{tmp_path / 'crash.sqlite'}"
+    reference = subprocess.run([*XFLOW, "run", str(workflow), "--ephemeral", "--input",
+                                json.dumps({"log": str(tmp_path / "reference.log")})],
+                               cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert reference.returncode == 0, reference.stderr
+    expected = json.loads(reference.stdout)
+
+    log = tmp_path / "crash.log"
+    kill_points = sorted(random.Random(7).sample(range(2, 30), 3))
+    in_flight: list[set[int]] = []
+    process = xflow("run", str(workflow), "--db", db, "--id", "par-1",
+                    "--input", json.dumps({"log": str(log)}), cwd=REPO)
+    for point in kill_points:
+        assert kill_when(process, log, point), "the instance finished before it could be killed"
+        # In flight at the kill: per branch, the last call it started.
+        last_per_branch: dict[int, int] = {}
+        for line in log_lines(log):
+            if line.startswith("start "):
+                n = int(line.split()[1])
+                last_per_branch[n // 10] = n
+        in_flight.append(set(last_per_branch.values()))
+        process = xflow("resume", "par-1", "--db", db, cwd=REPO)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert json.loads(out) == {**expected, "log": str(log)}
+    counts = executions(log_lines(log))
+    assert sorted(counts) == sorted(s * 100 + b * 10 + k for s in range(2) for b in range(3) for k in range(3))
+    for n, count in counts.items():
+        assert count <= 1 + sum(n in calls for calls in in_flight), (n, count, in_flight)
