@@ -17,7 +17,8 @@ by default, PostgreSQL by URL, same code path). What we add is the mapping (see
   orphan running instances (DBOS otherwise hashes the source of the workflow functions);
 - exceptions raised by effects are made picklable before DBOS records them, so a replay raises the
   same error the first run did;
-- timers that replay the way they ran (they record that they fired, see :meth:`DurablePort.sleep`).
+- timers that replay the way they ran (they record that they fired, see :meth:`DurablePort.sleep`);
+- replays in the recorded order, so concurrent branches recover too (:mod:`.durable_replay`).
 
 Importing this module imports DBOS: only the durable paths import it.
 """
