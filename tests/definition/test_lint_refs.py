@@ -97,3 +97,12 @@ def test_reference_checks_skip_a_malformed_section() -> None:
     """A broken `functions` section is reported once by the schema, not once per functionRef."""
     text = BASE.replace("functions:\n  - name: greet", "functions: 42\nx-old:\n  - name: greet")
     assert codes(text) == ["XF053"]
+
+
+def test_xf104_tool_without_execution_binds_the_function_of_the_same_name() -> None:
+    base = BASE.replace("      end: true\n", "      transition: Agent\n") + AGENT.replace("{tool_ref}", "greet")
+    unbound = base.replace("        execution:\n          functionRef: greet\n", "")
+    assert lines(unbound) == [
+        "wf.yaml:61:15 /states/3/tools/0/name: tool 'lookup' has no execution and no workflow function is named "
+        "'lookup'; add execution: {functionRef: …} or {subFlowRef: …} [XF104 unknown-function]"]
+    assert codes(unbound.replace("name: lookup", "name: greet")) == []

@@ -47,6 +47,11 @@ def check_references(document: dict[str, Any], report: Reporter) -> None:
                     error(name, join_pointer(action_pointer, field, index))
         for ref, ref_pointer in tool_bindings(state, pointer):
             function(ref, ref_pointer)
+        for tool, tool_pointer in enumerate_dicts(state.get("tools"), join_pointer(pointer, "tools")):
+            name = tool.get("name")
+            if functions is not None and "execution" not in tool and isinstance(name, str) and name not in functions:
+                report(join_pointer(tool_pointer, "name"), f"tool {name!r} has no execution and no workflow function "
+                       f"is named {name!r}; add execution: {{functionRef: …}} or {{subFlowRef: …}}", "XF104")
         for holder, holder_pointer in enumerate_dicts(state.get("onEvents"), join_pointer(pointer, "onEvents")):
             for index, name in enumerate(as_list(holder.get("eventRefs"))):
                 events.use(name, join_pointer(holder_pointer, "eventRefs", index), "consumed")
