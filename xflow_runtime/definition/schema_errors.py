@@ -10,6 +10,7 @@ the value's JSON type, one summary message lists what would have been accepted.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from typing import Any, Iterable, Iterator
 
@@ -216,8 +217,9 @@ def _show(value: Any) -> str:
         return repr(value if len(value) <= 60 else value[:57] + "...")
     if isinstance(value, (dict, list)):
         return json_type(value)
-    return repr(value) if not isinstance(value, bool) and value is not None else str(value).lower() \
-        if value is not None else "null"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false: the words the author wrote
+    return repr(value)
 
 
 def _describe(value: Any) -> str:
