@@ -164,3 +164,14 @@ def test_reciprocal_rank_fusion_scores_and_orders_deterministically(ranked: dict
         expected = sum(1 / (60 + keys_.index(item.key) + 1) for keys_ in ranked.values() if item.key in keys_)
         assert item.score == pytest.approx(expected)
     assert [item.score for item in fused] == sorted((item.score for item in fused), reverse=True)
+
+
+async def test_a_scope_above_the_exact_threshold_still_gets_complete_hybrid_results(
+        database_url: str, model_server: ScriptedModelServer) -> None:
+    async with LongTermMemory.open(database_url, options_for(model_server, exact_search_threshold=10)) as memory:
+        scope = MemoryScope("acme", "support", "big")
+        _bulk(memory, scope, [f"entry {i} colour {i % 9}" for i in range(40)])
+        _bulk(memory, MemoryScope("acme", "support", "other"), [f"entry {i} colour" for i in range(200)])
+        hits = await memory.search(scope, "qqq zzz", limit=30)  # no keyword match: semantic only
+        assert len(hits) == 20 and all(set(h.ranks) == {"semantic"} for h in hits)  # top 20 per list
+        assert {h.id for h in hits} <= {m.id for m in (await memory.list(scope, limit=100)).items}

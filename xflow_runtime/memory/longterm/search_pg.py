@@ -1,9 +1,10 @@
 """PostgreSQL hybrid candidates in one round trip: the semantic list (scope-first exact search),
 the keyword list and the rows of both, from one statement.
 
-The scope's vectors are read at most ``exact_threshold + 1`` at a time; when the scope holds
-more, the semantic part of this statement is discarded and :func:`search_sql.semantic` takes
-the HNSW path (large scopes are rare; small ones are the hot path and cost one round trip).
+The scope's vectors are counted (bounded by ``exact_threshold + 1``, on the scope index) and
+read only when there are at most ``exact_threshold``; otherwise the statement's semantic list is
+empty and :func:`search_sql.semantic` takes the HNSW path (large scopes are rare; small ones are
+the hot path and cost one round trip).
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from xflow_runtime.storage.longterm_models import vector_literal
 
 _SCOPE = ("m.tenant_id = %(tenant)s AND m.agent_id = %(agent)s AND m.user_id = %(user)s "
           "AND m.kind = ANY(%(kinds)s)")
-_TSV = "to_tsvector('simple', coalesce(m.title, '') || ' ' || m.content)"
+_TSV = "m.search_vector"  # stored generated column (migration 0002)
 
 _SEMANTIC = f"""
+counted AS (
+  SELECT count(*) AS n FROM (SELECT 1 FROM xflow_memories m
+    WHERE {_SCOPE} AND m.embedding_model = %(model)s AND m.embedding_dim = %(dim)s LIMIT %(cap)s) bounded),
 scoped AS MATERIALIZED (
   SELECT m.id, m.embedding FROM xflow_memories m
-  WHERE {_SCOPE} AND m.embedding_model = %(model)s AND m.embedding_dim = %(dim)s LIMIT %(cap)s),
+  WHERE {_SCOPE} AND m.embedding_model = %(model)s AND m.embedding_dim = %(dim)s
+    AND (SELECT n FROM counted) < %(cap)s),
 nearest AS (
   SELECT id, embedding <=> %(q)s::vector AS distance FROM scoped ORDER BY distance, id LIMIT %(k)s),
 semantic AS (
@@ -41,8 +46,8 @@ keyword AS (
     ORDER BY score DESC, m.id LIMIT %(k)s) ranked)"""
 
 _SELECT = """
-SELECT h.list, h.rank, m.id, m.kind, m.title, m.content, m.tags{in_scope}
-FROM ({lists}) h JOIN xflow_memories m ON m.id = h.id"""
+SELECT h.list, h.rank, m.id, m.kind, m.title, m.content, m.tags
+FROM ({lists}) h LEFT JOIN xflow_memories m ON m.id = h.id"""
 
 
 @dataclass
@@ -53,10 +58,11 @@ class Candidates:
 
 def _statement(semantic: bool, keyword: bool) -> str:
     parts = ([_SEMANTIC] if semantic else []) + ([_KEYWORD] if keyword else [])
-    lists = " UNION ALL ".join(f"SELECT id, list, rank FROM {name}"
-                               for name, on in (("semantic", semantic), ("keyword", keyword)) if on)
-    in_scope = ", (SELECT count(*) FROM scoped) AS in_scope" if semantic else ""
-    return "WITH " + ",".join(parts) + _SELECT.format(in_scope=in_scope, lists=lists)
+    selects = [f"SELECT id, list, rank FROM {name}"
+               for name, on in (("semantic", semantic), ("keyword", keyword)) if on]
+    if semantic:  # one extra row carries the bounded count of the scope's vectors
+        selects.append("SELECT NULL, 'count', n FROM counted")
+    return "WITH " + ",".join(parts) + _SELECT.format(lists=" UNION ALL ".join(selects))
 
 
 _STATEMENTS = {(s, k): _statement(s, k) for s in (True, False) for k in (True, False) if s or k}
@@ -78,12 +84,15 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
     if keyword:
         params["words"] = " | ".join(f"'{word}'" for word in words)
     ranked: dict[str, list[tuple[int, str]]] = {}
-    too_many = False
+    in_scope = 0
     for row in connection.exec_driver_sql(_STATEMENTS[(semantic, keyword)], params):
+        if row.list == "count":
+            in_scope = row.rank
+            continue
         ranked.setdefault(row.list, []).append((row.rank, row.id))
         rows[row.id] = Memory(id=row.id, kind=row.kind, content=row.content, title=row.title,
                               tags=tuple(row.tags if isinstance(row.tags, list) else json.loads(row.tags or "[]")))
-        too_many = too_many or (semantic and row.in_scope > exact_threshold)
+    too_many = semantic and in_scope > exact_threshold
     for name, entries in ranked.items():
         lists[name] = [memory_id for _, memory_id in sorted(entries)]
     if semantic:

@@ -130,7 +130,7 @@ def ensure_vector_index(connection: Connection, model: str, dim: int) -> None:
 
 # ------------------------------------------------------------------------------ keyword
 
-_PG_MEMORY_TEXT = "to_tsvector('simple', coalesce(m.title, '') || ' ' || m.content)"
+_PG_MEMORY_TEXT = "m.search_vector"  # stored generated column (migration 0002)
 _PG_MESSAGE_TEXT = "to_tsvector('simple', coalesce(m.parts->>'content', ''))"
 
 

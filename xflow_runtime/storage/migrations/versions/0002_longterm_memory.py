@@ -4,8 +4,9 @@ Revision ID: 0002_longterm_memory
 Revises: 0001_chat_memory
 
 PostgreSQL: pgvector's ``vector`` column (any dimension; HNSW indexes are created per embedding
-model on first use, see ``xflow_runtime.memory.longterm.vector_index``) and GIN indexes over
-``to_tsvector('simple', …)`` for memories and chat messages.
+model on first use, see ``search_sql.ensure_vector_index``), a stored generated ``search_vector``
+(``to_tsvector('simple', title || content)``) with a GIN index, and a GIN expression index over
+chat messages' content.
 SQLite: FTS5 tables kept in step by triggers (memories keyed by ``row_key``; chat messages by
 rowid, joined back on ``(chat_id, sequence)``).
 """
@@ -117,8 +118,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("subject_key", name="pk_xflow_memory_subjects"),
     )
     if dialect == "postgresql":
-        op.execute(f"CREATE INDEX ix_xflow_memories_fts ON xflow_memories "
-                   f"USING gin (to_tsvector('simple', {_MEMORY_TEXT}))")
+        # stored, so ranking and matching never re-parse content at query time
+        op.execute(f"ALTER TABLE xflow_memories ADD COLUMN search_vector tsvector "
+                   f"GENERATED ALWAYS AS (to_tsvector('simple', {_MEMORY_TEXT})) STORED")
+        op.execute("CREATE INDEX ix_xflow_memories_fts ON xflow_memories USING gin (search_vector)")
         op.execute(f"CREATE INDEX ix_xflow_chat_messages_fts ON xflow_chat_messages "
                    f"USING gin (to_tsvector('simple', {_MESSAGE_TEXT}))")
         op.create_index("ix_xflow_chats_scope_lt", "xflow_chats", ["tenant_id", "agent_id", "user_id"])
