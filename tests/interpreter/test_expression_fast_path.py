@@ -65,3 +65,72 @@ def test_plain_paths_agree_with_jq_including_its_errors(text, data):
 def test_other_paths_still_go_through_jq(text):
     expression = compile_expression(text, as_path=True)
     assert expression._static_path is None
+
+
+# --- the pure-Python subset evaluator agrees with libjq -----------------------------------------
+
+import json as _json
+
+import jq as _jq
+
+_leaves = st.sampled_from([".", ".a", ".b", ".a.b", ".c.a", "0", "1", "2", "7", "0.5", "2.5", '"x"', '""',
+                           '"é"', "true", "false", "null"])
+
+
+def _combine(children):
+    binary = st.tuples(children, st.sampled_from(["+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "and",
+                                                  "or", "|"]), children)
+    return (binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})")
+            | children.map(lambda e: f"({e} | not)")
+            | st.tuples(children, children).map(lambda t: f"{{a: ({t[0]}), \"b c\": ({t[1]})}}")
+            | children.map(lambda e: f"({e}).a")
+            | st.just("{a, b}"))
+
+
+_expressions = st.recursive(_leaves, _combine, max_leaves=6)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([2**60, -(2**53) - 1, 2.0, 0.1, 1e300])
+    | st.sampled_from(["x", "", "é", "ab"]),
+    lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3) | st.lists(inner, max_size=2),
+    max_leaves=6)
+_inputs = st.dictionaries(st.sampled_from("abc"), _values, max_size=3) | _values
+
+
+def _canonical(value):
+    return _json.dumps(value, sort_keys=True)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_expressions, _inputs)
+def test_fast_path_agrees_with_libjq(text, data):
+    from xflow_runtime.errors import ExpressionError
+
+    try:
+        expected = _jq.compile(text).input_value(data).all()
+    except ValueError:
+        with pytest.raises(ExpressionError):
+            compile_expression(text).evaluate(data, VARIABLES)
+        return
+    assert len(expected) == 1
+    assert _canonical(compile_expression(text).evaluate(data, VARIABLES)) == _canonical(expected[0])
+
+
+@pytest.mark.parametrize("text", [".i < .n", "{i: (.i + 1), n: .n}", ".a.b", '.x == "y" and .ok', ".a | not",
+                                  "(.a + 1) * 2"])
+def test_common_expressions_take_the_fast_path(text):
+    assert compile_expression(text)._fast is not None
+
+
+@pytest.mark.parametrize("text", [".a[0]", "$CONST.a", "env", ".a?", "[.a]", "if .a then 1 else 2 end", ".a // 1",
+                                  '"\\(.a)"', "-1", "1e3", ".. | numbers", ".a | length", "{(.k): 1}"])
+def test_everything_else_goes_to_libjq(text):
+    assert compile_expression(text)._fast is None
+
+
+def test_fast_results_are_private_copies():
+    data = {"a": {"list": [1]}}
+    result = compile_expression(".a").evaluate(data)
+    result["list"].append(2)
+    built = compile_expression("{x: .a}").evaluate(data)
+    built["x"]["list"].append(3)
+    assert data == {"a": {"list": [1]}}

@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import jq
 
 from xflow_runtime.errors import ExpressionError, ExpressionSyntaxError
+from xflow_runtime.expressions.fast_path import Fallback, compile_fast
 
 #: Variables bound in every expression. Extra names (e.g. ``agentOutcome``) are declared per use.
 STANDARD_VARIABLES: tuple[str, ...] = ("CONST", "SECRETS", "WORKFLOW")
@@ -67,6 +68,8 @@ class JqExpression:
     _bound: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: For a plain ``.a.b`` path expression, its path, known without running jq.
     _static_path: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    #: A pure-Python evaluator when the text is in the small subset of ``fast_path``.
+    _fast: Callable[[Any], Any] | None = field(default=None, repr=False, compare=False)
 
     def evaluate_all(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[Any]:
         """Every output of the program on ``data``."""
@@ -74,6 +77,11 @@ class JqExpression:
 
     def evaluate(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
         """The single result (zero outputs → ``None``; several → :class:`ExpressionError`)."""
+        if self._fast is not None:
+            try:
+                return self._fast(data)
+            except Fallback:  # an error or a case the subset leaves to libjq
+                pass
         return _single(self.evaluate_all(data, variables), self.text)
 
     def evaluate_condition(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
@@ -110,7 +118,8 @@ class ExpressionCache:
         program = _compile(_wrap(body, bound, path=False), body)
         path_program = _compile(_wrap(body, bound, path=True), body) if as_path else None
         static_path = _static_path(body) if as_path else None
-        expression = JqExpression(body, names, program, path_program, bound, static_path)
+        fast = None if bound else compile_fast(body)
+        expression = JqExpression(body, names, program, path_program, bound, static_path, fast)
         with self._lock:
             self._items.setdefault(key, expression)
         return expression
