@@ -66,7 +66,8 @@ class Embedder:
         import litellm
 
         litellm.suppress_debug_info = True
-        kwargs: dict[str, Any] = dict(self.options.extra_params)
+        # one quick attempt: a failure degrades to keyword search instead of stalling the turn
+        kwargs: dict[str, Any] = {"max_retries": 0, **self.options.extra_params}
         if self.options.api_base:
             kwargs["api_base"] = self.options.api_base
         if self.options.api_key:
