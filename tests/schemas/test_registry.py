@@ -17,6 +17,15 @@ from xflow_runtime.definition import schema_registry
 from tests.schemas.validators import REPO
 
 
+def run_registry_alone(module_path: Path, body: str) -> list[str]:
+    """Load schema_registry.py by path (as ``r``) in a fresh interpreter, run ``body``, return the
+    printed words: the module on its own, without its package (whose __init__ is the loader's)."""
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('r', {str(module_path)!r})\n"
+            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n" + body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+
+
 def test_every_file_is_a_valid_2020_12_schema_with_a_stable_id() -> None:
     files = schema_registry.schema_files()
     assert set(files) >= {"workflow", "states", "agents", "usertask", "actions", "common", "timeouts",
@@ -67,12 +76,9 @@ def test_the_registry_module_imports_no_jsonschema_until_asked() -> None:
     # `xflow validate` must start fast: jsonschema is imported on first use only. The module is
     # loaded on its own (its package __init__ belongs to the loader and may import more).
     module_path = REPO / "xflow_runtime" / "definition" / "schema_registry.py"
-    code = ("import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('registry_alone', {str(module_path)!r})\n"
-            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
-            "print('jsonschema' in sys.modules, 'referencing' in sys.modules, len(r.schema_files()))")
-    output = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert output.stdout.split() == ["False", "False", str(len(list((REPO / "schemas").glob("*.json"))))]
+    words = run_registry_alone(module_path, "print('jsonschema' in sys.modules, 'referencing' in sys.modules, "
+                                            "len(r.schema_files()))")
+    assert words == ["False", "False", str(len(list((REPO / "schemas").glob("*.json"))))]
 
 
 def test_cli_prints_the_root_schema(capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,13 +162,10 @@ def test_an_installed_package_finds_its_force_included_copy(tmp_path: Path) -> N
     (package / "definition").mkdir(parents=True)
     shutil.copy(REPO / "xflow_runtime" / "definition" / "schema_registry.py", package / "definition")
     shutil.copytree(REPO / "schemas", package / "_schemas")
-    code = ("import importlib.util\n"
-            f"spec = importlib.util.spec_from_file_location('r', {str(package / 'definition' / 'schema_registry.py')!r})\n"
-            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
-            "print(r.schema_dir()); print(r.workflow_validator().is_valid({'id': 'x', 'specVersion': '0.8', "
-            "'states': [{'name': 'a', 'type': 'inject', 'data': {}, 'end': True}]}))")
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert output.stdout.split() == [str(package / "_schemas"), "True"]
+    words = run_registry_alone(package / "definition" / "schema_registry.py", (
+        "print(r.schema_dir()); print(r.workflow_validator().is_valid({'id': 'x', 'specVersion': '0.8', "
+        "'states': [{'name': 'a', 'type': 'inject', 'data': {}, 'end': True}]}))"))
+    assert words == [str(package / "_schemas"), "True"]
 
 
 def test_missing_schemas_are_a_clear_error(tmp_path: Path) -> None:
@@ -171,9 +174,6 @@ def test_missing_schemas_are_a_clear_error(tmp_path: Path) -> None:
     package = tmp_path / "xflow_runtime"
     (package / "definition").mkdir(parents=True)
     shutil.copy(REPO / "xflow_runtime" / "definition" / "schema_registry.py", package / "definition")
-    code = ("import importlib.util\n"
-            f"spec = importlib.util.spec_from_file_location('r', {str(package / 'definition' / 'schema_registry.py')!r})\n"
-            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
-            "try:\n    r.schema_files()\nexcept r.SchemaNotFound as e:\n    print(e)")
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert output.stdout.startswith("the xFlow JSON Schemas were not found")
+    words = run_registry_alone(package / "definition" / "schema_registry.py",
+                               "try:\n    r.schema_files()\nexcept r.SchemaNotFound as e:\n    print(e)")
+    assert " ".join(words).startswith("the xFlow JSON Schemas were not found")
