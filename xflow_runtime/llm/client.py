@@ -14,6 +14,7 @@ Settings worth knowing (``specs/llm.md``):
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import time
@@ -63,14 +64,25 @@ class LLMSettings:
     extra_params: Mapping[str, Any] = field(default_factory=dict)
 
 
+_litellm_module: Any = None
+
+
 def _litellm() -> Any:
-    from xflow_runtime._env import apply_offline_defaults
+    global _litellm_module
+    if _litellm_module is None:
+        from xflow_runtime._env import apply_offline_defaults
 
-    apply_offline_defaults()
-    import litellm
+        apply_offline_defaults()
+        import litellm
 
-    litellm.suppress_debug_info = True
-    return litellm
+        litellm.suppress_debug_info = True
+        # litellm's import leaves ~370k objects alive for the life of the process; every full
+        # garbage collection would walk them again. With many concurrent calls (a high allocation
+        # rate) that was a quarter of the CPU (bench/bench_agents.py, specs/llm.md §6). Moving what
+        # is alive now to the permanent generation changes no behaviour: refcounting still frees.
+        gc.freeze()
+        _litellm_module = litellm
+    return _litellm_module
 
 
 class LLMClient:
