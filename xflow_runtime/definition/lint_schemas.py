@@ -13,15 +13,25 @@ from xflow_runtime.definition.walk import Reporter, as_dict, enumerate_dicts, st
 
 
 def check_inline_schemas(document: dict[str, Any], report: Reporter) -> None:
+    # jsonschema-rs is not used here: its metaschema check does not judge `format: regex`
+    # (and its regex dialect is not Python's), so it would accept patterns the runtime rejects.
+    for pointer, schema in inline_schemas(document):
+        problem = _metaschema_problem(schema)
+        if problem is not None:
+            report(join_pointer(pointer, *problem[0]), f"not a valid JSON Schema: {problem[1]}", "XF131")
+
+
+def _metaschema_problem(schema: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
+    """(path, message) of the first metaschema violation; jsonschema loads only when a schema is inlined."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 
-    for pointer, schema in inline_schemas(document):
-        try:
-            validator_for(schema, default=Draft202012Validator).check_schema(schema)
-        except SchemaError as exc:
-            report(join_pointer(pointer, *exc.absolute_path), f"not a valid JSON Schema: {exc.message}", "XF131")
+    try:
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        return tuple(exc.absolute_path), exc.message
+    return None
 
 
 def inline_schemas(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:

@@ -18,7 +18,8 @@ from xflow_runtime.definition.diagnostics import CODES, Diagnostic, errors_in, s
 from xflow_runtime.definition.lint import run_lint
 from xflow_runtime.definition.reader import ParsedSource, parse_source, read_path
 from xflow_runtime.definition.references import ReferenceContext, resolve_data_input_schema, resolve_references
-from xflow_runtime.definition.schema_errors import explain, json_type
+from xflow_runtime.definition.schema_check import schema_findings
+from xflow_runtime.definition.schema_errors import json_type
 from xflow_runtime.definition.source_map import DocumentMap, SourceMap
 from xflow_runtime.errors import DefinitionError
 
@@ -89,7 +90,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     display_dir = "" if name.startswith("<") else os.path.dirname(name)
     context = ReferenceContext(folder, display_dir, document_map, collector.found.append, {})
     resolve_references(value, context)
-    for pointer, message, code, prefer_key in explain(_schema_validator(validator).iter_errors(value)):
+    for pointer, message, code, prefer_key in schema_findings(value, validator):
         collector.report(pointer, message, code, prefer_key=prefer_key)
     resolve_data_input_schema(value, context)
     run_lint(value, collector.report)
@@ -181,14 +182,6 @@ def _plan_diagnostic(item: Any, document_map: DocumentMap, code: str) -> Diagnos
     pointer, message = (match.group(1), match.group(2)) if match else ("", text)
     file, inner, (line, column) = document_map.resolve(pointer)
     return Diagnostic(file, line, column, inner, message, "error", code)
-
-
-def _schema_validator(validator: Any) -> Any:
-    if validator is not None:
-        return validator
-    from xflow_runtime.definition.schema_registry import workflow_validator
-
-    return workflow_validator()
 
 
 def _read(path_or_text: str | os.PathLike[str], source_name: str | None,

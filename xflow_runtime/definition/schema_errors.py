@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Iterable, Iterator
-
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from xflow_runtime.definition.source_map import pointer_from_path
+
+if TYPE_CHECKING:  # jsonschema loads only when a document is invalid (see schema_check)
+    from jsonschema.exceptions import ValidationError
 
 #: (pointer, message, code, prefer_key)
 Finding = tuple[str, str, str, bool]

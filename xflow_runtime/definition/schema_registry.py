@@ -6,7 +6,9 @@ installed wheel (``pyproject.toml`` force-includes them). Every file is register
 ``common.json#/$defs/transition`` resolve without touching the network.
 
 Kept cheap to import: only the standard library at module level; ``jsonschema`` is imported the
-first time a validator is asked for, and everything is cached.
+first time a validator is asked for, and everything is cached. :func:`fast_workflow_validator`
+(``jsonschema-rs``, compiled Rust) answers "valid or not" in well under a millisecond; the
+Python validator is built only to explain an invalid document.
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ def validator(name: str = ROOT_SCHEMA) -> "Validator":
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(schema(name), registry=registry())
+
+
+@functools.cache
+def fast_workflow_validator() -> Any:
+    """A ``jsonschema_rs`` validator of a whole workflow, or None when that package is missing.
+
+    Only its yes/no verdict is used (``is_valid``): the diagnostics come from the Python
+    validator, whose error tree :mod:`~xflow_runtime.definition.schema_errors` explains. Formats
+    are annotations only, as for :func:`validator`.
+    """
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a declared dependency; the Python path still works
+        return None
+    files = _load_schema_files()
+    registry = jsonschema_rs.Registry([(document["$id"], document) for document in files.values()])
+    return jsonschema_rs.Draft202012Validator(files[ROOT_SCHEMA], registry=registry, validate_formats=False)
 
 
 def bundled_schema() -> dict[str, Any]:
