@@ -16,3 +16,12 @@ def load_cases(file_name: str) -> list[Any]:
     with open(CORPUS_DIR / file_name, encoding="utf-8") as stream:
         entries = [entry for entry in yaml.safe_load_all(stream) if entry]
     return [pytest.param(entry, id=entry["case"]) for entry in entries]
+
+
+def all_documents() -> list[Any]:
+    """Every workflow document of every corpus file (a ``state`` entry wrapped in a workflow)."""
+    documents = []
+    for path in sorted(CORPUS_DIR.glob("*.yaml")):
+        for entry in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            documents.append(entry.get("document") or {"id": "t", "specVersion": "0.8", "states": [entry["state"]]})
+    return documents

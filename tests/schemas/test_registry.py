@@ -14,6 +14,7 @@ from referencing.exceptions import Unresolvable
 
 from xflow_runtime.cli.main import main
 from xflow_runtime.definition import schema_registry
+from tests.schemas.corpus import all_documents
 from tests.schemas.validators import REPO
 
 
@@ -121,24 +122,13 @@ def test_bin_xflow_schema_runs_from_a_checkout() -> None:
     assert json.loads(output.stdout)["$id"].endswith("/common.json")
 
 
-def _all_corpus_documents() -> list[Any]:
-    import yaml
-
-    documents = []
-    for path in sorted((REPO / "tests" / "schemas" / "corpus").glob("*.yaml")):
-        for entry in yaml.safe_load_all(path.read_text()):
-            state = entry.get("state")
-            documents.append(entry.get("document") or {"id": "t", "specVersion": "0.8", "states": [state]})
-    return documents
-
-
 def test_the_bundle_is_self_contained_and_judges_like_the_files() -> None:
     bundle = schema_registry.bundled_schema()
     assert all(ref.startswith("#/$defs/") for ref in _refs(bundle))
     Draft202012Validator.check_schema(bundle)
     alone = Draft202012Validator(bundle)  # no registry: every $ref is local
     files = schema_registry.workflow_validator()
-    documents = _all_corpus_documents()
+    documents = all_documents()
     assert len(documents) > 100
     for document in documents:
         assert sorted(e.json_path for e in alone.iter_errors(document)) == sorted(
