@@ -79,6 +79,8 @@ class LongTermMemoryRow(Base):
                          name="uq_xflow_memories_title"),
         Index("ix_xflow_memories_scope", "tenant_id", "agent_id", "user_id", "kind", "created_at"),
         Index("ix_xflow_memories_user", "tenant_id", "user_id"),
+        Index("ix_xflow_memories_vectors", "tenant_id", "agent_id", "user_id", "embedding_model",
+              "embedding_dim", "kind"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)

@@ -98,8 +98,8 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
     if semantic:
         lists.setdefault("semantic", [])
     if too_many:  # a large scope: the HNSW path (verified complete) replaces the truncated list
-        lists["semantic"] = [memory_id for memory_id, _ in search_sql.semantic(
-            connection, scope, kinds, model, vector, k, exact_threshold)]  # type: ignore[arg-type]
+        lists["semantic"] = [memory_id for memory_id, _ in search_sql.semantic_large_scope(
+            connection, scope, kinds, model, vector, k)]  # type: ignore[arg-type]
     if not keyword:
         lists.pop("keyword", None)
     return Candidates(lists, rows)

@@ -84,14 +84,29 @@ def _semantic_postgres(connection: Connection, scope: MemoryScope, kinds: Sequen
     if in_scope == 0:
         return []
     if in_scope > exact_threshold:
-        rows = _approximate_postgres(connection, scope, kinds, model, dim, params)
-        if len(rows) >= k:  # complete: the scope has more than exact_threshold ≥ k vectors
-            return rows
+        return semantic_large_scope(connection, scope, kinds, model, vector, k)
+    return _exact_postgres(connection, where, params)
+
+
+def _exact_postgres(connection: Connection, where: str, params: dict[str, Any]) -> list[tuple[str, float]]:
     # Scope first, then distance: the CTE is materialised, so no index can drop rows.
     return [(row.id, 1.0 - row.distance) for row in connection.execute(text(
         f"WITH scoped AS MATERIALIZED (SELECT m.id, m.embedding FROM xflow_memories m WHERE {where}) "
         "SELECT id, embedding <=> CAST(:q AS vector) AS distance FROM scoped "
         "ORDER BY distance, id LIMIT :k"), params)]
+
+
+def semantic_large_scope(connection: Connection, scope: MemoryScope, kinds: Sequence[str], model: str,
+                         vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    """A scope known to hold more than ``k`` vectors: the HNSW path, verified complete (exact
+    search when it returned fewer than ``k`` rows). PostgreSQL only."""
+    dim = len(vector)
+    params = _params(scope, model=model, dim=dim, q=vector_literal(vector), k=k)
+    rows = _approximate_postgres(connection, scope, kinds, model, dim, params)
+    if len(rows) >= k:
+        return rows
+    where = f"{_SCOPE} AND {_kinds_sql(kinds)} AND m.embedding_model = :model AND m.embedding_dim = :dim"
+    return _exact_postgres(connection, where, params)
 
 
 def _approximate_postgres(connection: Connection, scope: MemoryScope, kinds: Sequence[str], model: str,

@@ -85,6 +85,9 @@ def upgrade() -> None:
     op.create_index("ix_xflow_memories_scope", "xflow_memories",
                     ["tenant_id", "agent_id", "user_id", "kind", "created_at"])
     op.create_index("ix_xflow_memories_user", "xflow_memories", ["tenant_id", "user_id"])
+    # counts a scope's vectors of one model from the index alone (picks exact vs HNSW search)
+    op.create_index("ix_xflow_memories_vectors", "xflow_memories",
+                    ["tenant_id", "agent_id", "user_id", "embedding_model", "embedding_dim", "kind"])
     op.create_table(
         "xflow_extraction_jobs",
         sa.Column("id", sa.String(32), nullable=False),
