@@ -34,6 +34,9 @@ _EXPORTS: dict[str, str] = {
     "ChatMemory": "xflow_runtime.memory.chat",
     "ChatScope": "xflow_runtime.memory.chat",
     "WindowPolicy": "xflow_runtime.memory.chat",
+    "LongTermMemory": "xflow_runtime.memory.longterm",
+    "LongTermOptions": "xflow_runtime.memory.longterm",
+    "MemoryScope": "xflow_runtime.memory.longterm",
 }
 
 

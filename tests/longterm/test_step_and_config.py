@@ -89,3 +89,13 @@ def test_transcript_keeps_user_and_assistant_text_only() -> None:
                 {"role": "tool", "tool_call_id": "1", "content": "tool output"},
                 {"role": "user", "content": [{"type": "text", "text": "multi"}, {"type": "image_url"}]}]
     assert transcript(messages) == "User: Hi there\nUser: multi"
+
+
+def test_importing_long_term_memory_does_not_import_litellm() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, xflow_runtime as x; x.LongTermMemory; x.MemoryScope; x.LongTermOptions; "
+            "import xflow_runtime.memory.longterm.step; print('litellm' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
