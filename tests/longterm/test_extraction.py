@@ -182,3 +182,14 @@ def test_extraction_settings_are_checked(extraction: object) -> None:
         return
     with pytest.raises(LongTermMemoryError):
         FactExtractionSettings.from_definition(extraction)  # type: ignore[arg-type]
+
+
+async def test_a_finished_job_keeps_no_copy_of_the_conversation(
+        memory: LongTermMemory, model_server: ScriptedModelServer) -> None:
+    from tests.longterm.residue import rows_containing
+
+    script(model_server)
+    await memory.after_turn(SCOPE, [{"role": "user", "content": f"quokka {i}"} for i in range(3)], EXTRACT)
+    await memory.wait_for_extractions()
+    (job,) = await memory.extraction_jobs(SCOPE)
+    assert job["status"] == "done" and rows_containing(memory.engine, "quokka") == {}

@@ -77,8 +77,9 @@ def still_running(connection: Connection, job: Job) -> bool:
 
 
 def finish(connection: Connection, job: Job, *, facts_written: int, note: str | None = None) -> None:
+    """Mark the job done and drop its copy of the conversation (no reason to keep it)."""
     connection.execute(update(jobs).where(_c.id == job.id, _c.attempts == job.attempts).values(
-        status="done", facts_written=facts_written, last_error=note, updated_at=utcnow()))
+        status="done", facts_written=facts_written, last_error=note, messages=[], updated_at=utcnow()))
 
 
 def fail(connection: Connection, job: Job, error: str, *, max_attempts: int, retry_base_s: float) -> str:

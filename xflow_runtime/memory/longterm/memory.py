@@ -306,7 +306,9 @@ class LongTermMemory:
         key = dedup_key(window, source)
 
         def work(connection: Any) -> str | None:
-            consent, epoch = privacy.read_subject(connection, scope.tenant, scope.user_id)
+            # the subject row lock orders this insert with a concurrent erasure: the erasure
+            # either deletes the new job or happens before it (and the job gets the new epoch)
+            consent, epoch = privacy.read_subject(connection, scope.tenant, scope.user_id, lock=True)
             if consent is False:
                 return None
             return jobs.enqueue(connection, scope, model=extraction_model, messages=window, dedup_key=key,
