@@ -131,7 +131,7 @@ def test_definition_errors_are_clear():
         plan("""
 start: a
 states:
-  - {name: a, type: aiagent, agentName: x, userMessage: hi, agentOutcomes: [{transition: b}], end: true}
+  - {name: a, type: aiagent, agentName: x, userMessage: hi, agentOutcomes: [{finish: false, transition: b}], end: true}
   - {name: b, type: inject, data: {}, end: true}
 """)
     with pytest.raises(DefinitionError, match="'userMessage' is required"):
@@ -166,3 +166,13 @@ states:
 """, scripted_model)
     assert result.status == "failed" and result.error["code"] == "unsupportedState"
     assert "usertask" in result.error["message"] and "not supported yet" in result.error["message"]
+
+
+async def test_an_outcome_with_a_transition_leaves_the_state_without_writing_finish(scripted_model):
+    """xFlow's documentation writes outcomes as condition + transition, with no ``finish``
+    (whose default is false): the transition is taken, the conversation does not wait."""
+    scripted_model.set_script([{"json": {"response": "x"}}])
+    outcomes = "[{condition: '${ $agentOutcome.returnValues.escalate == true }', transition: human}, {transition: done}]"
+    result = await run(agent(outcomes=outcomes), scripted_model, {"question": "q"})
+    assert result.output == {"question": "q", "response": "x", "route": "done"}
+    assert len(scripted_model.chat_requests) == 1

@@ -63,10 +63,11 @@ def test_xf060_from_validate_is_positioned_in_the_document() -> None:
 
     from tests.definition.test_lint_memory import AGENT_TEXT
 
-    # The plan compiler's own rule (an outcome with a transition must finish) is not a lint rule here.
-    assert [str(d) for d in validate_text(AGENT_TEXT, "wf.yaml")] == [
+    # The plan compiler's own rule (an explicit finish: false cannot have a transition) is not a
+    # lint rule here; an outcome with a transition and no finish leaves the state.
+    assert validate_text(AGENT_TEXT, "wf.yaml") == []
+    waiting = AGENT_TEXT.replace("        transition: Done\n    end: true\n",
+                                 "        finish: false\n        transition: Done\n    end: true\n")
+    assert [str(d) for d in validate_text(waiting, "wf.yaml")] == [
         "wf.yaml:66:9 /states/3/agentOutcomes/0: an outcome with finish: false keeps the conversation in this "
         "state, so its transition would never be taken; set finish: true [XF060 plan-error]"]
-    finished = AGENT_TEXT.replace("        transition: Done\n    end: true\n",
-                                  "        finish: true\n        transition: Done\n    end: true\n")
-    assert validate_text(finished, "wf.yaml") == []

@@ -184,13 +184,16 @@ def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> Fun
 def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
     if not isinstance(raw, Mapping):
         raise invalid(where, "an outcome must be an object")
-    finish = raw.get("finish", False)
-    if not isinstance(finish, bool):
+    finish = raw.get("finish")
+    if finish is not None and not isinstance(finish, bool):
         raise invalid(f"{where}/finish", "expected true or false")
     exit_ = compile_exit(raw, ctx, where, required=False)
-    if not finish and exit_ is not None:
+    if finish is False and exit_ is not None:
         raise invalid(where, "an outcome with finish: false keeps the conversation in this state, so its "
                              "transition would never be taken; set finish: true")
+    # finish defaults to false, but an outcome that names where to go leaves the state: that is
+    # how xFlow's own documentation writes outcomes (condition + transition, no finish).
+    finish = bool(finish) or exit_ is not None
     filter_raw = raw.get("dataFilter")
     outcome_filter = OutcomeFilter()
     if filter_raw is not None:
