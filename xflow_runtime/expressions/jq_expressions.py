@@ -45,6 +45,12 @@ _WRAPPED = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 _EMBEDDED = re.compile(r"\$\{(?P<body>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
 
 
+#: A libjq program not compiled yet: texts the pure-Python evaluator covers are compiled by libjq
+#: only when an evaluation falls back to it (~5 ms each, most of a cold start's load time).
+#: Safe because every text ``fast_path`` parses is valid jq (tests/definition/test_lazy_jq_compile.py).
+_NOT_COMPILED: Any = object()
+
+
 def is_expression(value: Any) -> bool:
     """True when ``value`` is a string written as ``${ … }`` (whitespace around it allowed)."""
     return isinstance(value, str) and _WRAPPED.match(value) is not None
@@ -73,7 +79,7 @@ class JqExpression:
 
     def evaluate_all(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[Any]:
         """Every output of the program on ``data``."""
-        return _run(self._program, self.text, data, self._bound, variables)
+        return _run(self._libjq("_program", path=False), self.text, data, self._bound, variables)
 
     def evaluate(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
         """The single result (zero outputs → ``None``; several → :class:`ExpressionError`)."""
@@ -94,10 +100,18 @@ class JqExpression:
             raise ExpressionError("expression was not compiled as a path", expression=self.text)
         if self._static_path is not None and _walkable(data, self._static_path):
             return list(self._static_path)
-        result = _single(_run(self._path_program, self.text, data, self._bound, variables), self.text)
+        program = self._libjq("_path_program", path=True)
+        result = _single(_run(program, self.text, data, self._bound, variables), self.text)
         if not isinstance(result, list):
             raise ExpressionError("expression does not name a location", expression=self.text)
         return result
+
+    def _libjq(self, attribute: str, *, path: bool) -> Any:
+        program = getattr(self, attribute)
+        if program is _NOT_COMPILED:  # a race compiles twice, harmlessly: both programs are equal
+            program = _compile(_wrap(self.text, self._bound, path=path), self.text)
+            object.__setattr__(self, attribute, program)
+        return program
 
 
 class ExpressionCache:
@@ -115,10 +129,13 @@ class ExpressionCache:
         if cached is not None:
             return cached
         bound = tuple(name for name in names if f"${name}" in body)
-        program = _compile(_wrap(body, bound, path=False), body)
-        path_program = _compile(_wrap(body, bound, path=True), body) if as_path else None
-        static_path = _static_path(body) if as_path else None
         fast = None if bound else compile_fast(body)
+        if fast is None:  # compiling now is also the syntax check
+            program = _compile(_wrap(body, bound, path=False), body)
+            path_program = _compile(_wrap(body, bound, path=True), body) if as_path else None
+        else:
+            program, path_program = _NOT_COMPILED, _NOT_COMPILED if as_path else None
+        static_path = _static_path(body) if as_path else None
         expression = JqExpression(body, names, program, path_program, bound, static_path, fast)
         with self._lock:
             self._items.setdefault(key, expression)
