@@ -14,60 +14,25 @@ is the blocking one-shot convenience. The full contract is in ``specs/python-api
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer
 from xflow_runtime import runtime_execution as execution
+from xflow_runtime.runtime_handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
+from xflow_runtime.runtime_memory import DEFAULT_TENANT, chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.functions.context import HttpSettings
+    from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.plan.states import WorkflowPlan
 
 EngineName = Literal["inprocess", "durable"]
 EventListener = Callable[[dict[str, Any]], None]
-
-
-class UnknownInstance(XFlowError):
-    """No instance with this id exists (in this runtime, or in the durable store)."""
-
-
-@dataclass(frozen=True)
-class WorkflowRef:
-    """What a durable instance records about its definition: the file it was loaded from, the
-    SHA-256 of its text, and the text itself, so a resumed instance replays exactly the definition
-    it started with even if the file has changed since."""
-
-    path: str
-    sha256: str
-    source: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "sha256": self.sha256, "source": self.source}
-
-
-class InstanceHandle:
-    """A started instance. ``result()`` waits for its output (or raises
-    :class:`~xflow_runtime.errors.WorkflowFailed`)."""
-
-    def __init__(self, runtime: "Runtime", instance_id: str) -> None:
-        self._runtime = runtime
-        self.instance_id = instance_id
-
-    async def result(self, timeout: float | None = None) -> Any:
-        waiting = self._runtime._result(self.instance_id)
-        return await (waiting if timeout is None else asyncio.wait_for(waiting, timeout))
-
-    async def send_event(self, event: Mapping[str, Any]) -> None:
-        await self._runtime.send_event(event, instance_id=self.instance_id)
-
-    def __repr__(self) -> str:
-        return f"InstanceHandle({self.instance_id!r})"
 
 
 class Runtime:
@@ -77,7 +42,14 @@ class Runtime:
     ``functions`` maps function names or operation strings to Python callables for ``custom``
     functions; ``secrets`` are the values of ``$SECRETS`` (never persisted: a resumed durable
     instance takes them from the runtime that resumes it). ``on_event`` receives every CloudEvent
-    an instance produces; ``on_history`` every history record as it is reported.
+    an instance produces; ``on_history`` every history record as it is reported. ``workflows``
+    are the subflows ``subFlowRef`` can name (plans or files; more with :meth:`register`);
+    ``http`` configures REST/GraphQL calls; ``llm`` the LLM client of ``aiagent`` states.
+
+    Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
+    histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
+    state needs it, at :func:`~xflow_runtime.runtime_memory.chat_memory_url` of its database
+    (``chat_memory="URL"`` overrides, ``chat_memory=False`` keeps histories in the instance).
 
     A durable runtime owns DBOS, a process-wide singleton: one durable runtime per process.
     ``executor_id`` decides which crashed instances it recovers when it opens: the default
@@ -89,7 +61,11 @@ class Runtime:
                  secrets: Mapping[str, Any] | None = None,
                  on_event: EventListener | None = None,
                  on_history: EventListener | None = None,
-                 executor_id: str = "local") -> None:
+                 executor_id: str = "local",
+                 workflows: Iterable["WorkflowPlan | str | Path"] = (),
+                 http: "HttpSettings | None" = None,
+                 llm: "LLMSettings | LLMClient | None" = None,
+                 chat_memory: str | bool | None = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -99,12 +75,22 @@ class Runtime:
         self.on_event = on_event
         self.on_history = on_history
         self.executor_id = executor_id
+        self.http = http
+        self.llm = _llm_client(llm)
+        self.chat_memory_url: str | None = None
+        if isinstance(chat_memory, str):
+            self.chat_memory_url = chat_memory
+        elif chat_memory is None and (engine == "durable" or database_url is not None):
+            self.chat_memory_url = chat_memory_url(database_url)
+        self._subflows: dict[str, "WorkflowPlan"] = {}  # sha256 → plan, in registration order
         self._plans: dict[str, "WorkflowPlan"] = {}  # sha256 → plan
         self._refs: dict[int, WorkflowRef] = {}      # id(plan) → where it came from
         self._durable: "DurableEngine | None" = None
         self._local: dict[str, execution.LocalInstance] = {}
         self._services = execution.Services(self)
         self._opening = asyncio.Lock()
+        for workflow in workflows:
+            self.register(workflow)
 
     # --- lifecycle -------------------------------------------------------------------------------
     async def open(self) -> "Runtime":
@@ -150,7 +136,18 @@ class Runtime:
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or str(error)
             raise XFlowError(f"cannot read workflow file {path}: {reason}") from None
-        return self._compile(WorkflowRef(str(source_path), _digest(text), text), shown_as=str(path))
+        return self._compile(WorkflowRef(str(source_path), digest(text), text), shown_as=str(path))
+
+    def register(self, workflow: "WorkflowPlan | str | Path") -> "WorkflowPlan":
+        """Make a workflow (a plan from :meth:`load`, or a file) available to ``subFlowRef`` by its
+        id and version. Durable instances record the text of every registered workflow, so a
+        resumed instance finds the subflows it started with."""
+        plan = self.load(workflow) if isinstance(workflow, (str, Path)) else workflow
+        ref = self._refs.get(id(plan))
+        if ref is None:
+            raise XFlowError("register() takes a file or a plan returned by this runtime's load()")
+        self._subflows[ref.sha256] = plan
+        return plan
 
     def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
         plan = self._plans.get(ref.sha256)
@@ -167,24 +164,30 @@ class Runtime:
 
     # --- instances -------------------------------------------------------------------------------
     async def start(self, plan: "WorkflowPlan", input: Any = None, *,
-                    instance_id: str | None = None) -> InstanceHandle:
+                    instance_id: str | None = None, tenant: str | None = None,
+                    user: str | None = None) -> InstanceHandle:
         """Start an instance of ``plan`` with ``input`` (a JSON-like value; ``None`` means ``{}``).
-        On the durable engine, starting again with an existing ``instance_id`` attaches to that
-        instance instead of starting a second one."""
+        ``tenant`` (default ``"default"``) and ``user`` (the authenticated caller, if any) scope
+        the instance's chat memory. On the durable engine, starting again with an existing
+        ``instance_id`` attaches to that instance instead of starting a second one."""
         await self.open()
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
+        identity = {"tenant": tenant or DEFAULT_TENANT, "user": user}
         if self._durable is not None:
             ref = self._refs.get(id(plan))
             if ref is None:
                 raise XFlowError("a durable runtime runs plans returned by its own load()")
-            request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data}
+            subflows = [self._refs[id(p)].to_dict() for p in self._subflows.values() if p is not plan]
+            request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
+                       "identity": identity, "subflows": subflows}
             await self._durable.start(instance_id, request)
         else:
             if instance_id in self._local:
                 return InstanceHandle(self, instance_id)
             self._local[instance_id] = execution.LocalInstance.start(
-                self._services, plan, data, instance_id)
+                self._services, plan, data, instance_id, identity=identity,
+                workflows=list(self._subflows.values()))
         return InstanceHandle(self, instance_id)
 
     def instance(self, instance_id: str) -> InstanceHandle:
@@ -282,10 +285,13 @@ class Runtime:
     # --- the body of a durable instance (runs inside the DBOS workflow) --------------------------
     async def _run_durable_body(self, request: dict[str, Any], port: Any) -> Any:
         plan = self._plan_for(request["workflow"])
+        subflows = [self._plan_for(recorded) for recorded in request.get("subflows", ())]
+        identity = request.get("identity") or {"tenant": DEFAULT_TENANT, "user": None}
         port.history = HistoryBuffer(listeners=self._history_listeners())
         try:
             return await execution.execute(self._services, plan, request["input"], port,
-                                           instance_id=port.instance_id, history=port.history)
+                                           instance_id=port.instance_id, history=port.history,
+                                           identity=identity, workflows=subflows)
         except WorkflowFailed as failure:
             raise execution.RecordedFailure(failure.instance_id, failure.error) from None
         finally:
@@ -295,6 +301,15 @@ class Runtime:
         return [self.on_history] if self.on_history else []
 
 
+def _llm_client(llm: "LLMSettings | LLMClient | None") -> "LLMClient | None":
+    """One client per runtime (an ``LLMSettings`` is turned into a client once, here)."""
+    if llm is None:
+        return None
+    from xflow_runtime.llm.client import LLMClient, LLMSettings
+
+    return LLMClient(llm) if isinstance(llm, LLMSettings) else llm
+
+
 async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
     """Run blocking DBOS lifecycle work on a thread of its own: not on the loop, and not on the
     loop's default executor, which DBOS replaces with its own pool and shuts down on destroy."""
@@ -302,20 +317,17 @@ async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(executor, function, *args)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def run_sync(workflow: str | Path, input: Any = None, *, engine: EngineName = "inprocess",
              events: list[Mapping[str, Any]] | None = None, instance_id: str | None = None,
-             **runtime_options: Any) -> Any:
+             tenant: str | None = None, user: str | None = None, **runtime_options: Any) -> Any:
     """Load ``workflow``, run one instance to completion and return its output (blocking).
-    ``events`` are delivered in order right after the start. Not for use inside a running event
-    loop: there, use :class:`Runtime` and ``await``."""
+    ``events`` are delivered in order right after the start; ``tenant``/``user`` as for
+    :meth:`Runtime.start`. Not for use inside a running event loop: there, use :class:`Runtime`."""
 
     async def run() -> Any:
         async with Runtime(engine, **runtime_options) as runtime:
-            handle = await runtime.start(runtime.load(workflow), input, instance_id=instance_id)
+            handle = await runtime.start(runtime.load(workflow), input, instance_id=instance_id,
+                                         tenant=tenant, user=user)
             for event in events or ():
                 await handle.send_event(event)
             return await handle.result()

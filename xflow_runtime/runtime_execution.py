@@ -9,15 +9,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
+from xflow_runtime.runtime_memory import LazyChatMemory
 
 if TYPE_CHECKING:
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime import Runtime
-
 
 
 class RecordedFailure(WorkflowFailed):
@@ -37,11 +37,16 @@ def load_plan(source: str, path: Path, shown_as: str) -> "WorkflowPlan":
 
 
 class Services:
-    """What instances of one runtime share: function registry, HTTP client, secrets."""
+    """What instances of one runtime share: function contexts (HTTP client, secrets), the LLM
+    client, the chat memory (opened on first use) and the registered subflows."""
 
     def __init__(self, runtime: "Runtime") -> None:
         self.runtime = runtime
         self._function_contexts: dict[int, Any] = {}
+        self.chat_memory: LazyChatMemory | None = None
+        url = runtime.chat_memory_url
+        if url is not None:
+            self.chat_memory = LazyChatMemory(url)
 
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))
@@ -53,19 +58,32 @@ class Services:
             for key, function in self.runtime.functions.items():
                 registry.register(key, function)
             context = FunctionContext(secrets=self.runtime.secrets, constants=plan.constants,
-                                      registry=registry)
+                                      registry=registry, http=self.runtime.http)
             self._function_contexts[id(plan)] = context
         return context
+
+    def for_instance(self, identity: Mapping[str, Any]) -> dict[str, Any]:
+        """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
+        services: dict[str, Any] = {"identity": dict(identity)}
+        if self.runtime.llm is not None:
+            services["llm"] = self.runtime.llm
+        if self.chat_memory is not None:
+            services["chat_memory"] = self.chat_memory
+        return services
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
         for context in contexts:
             await context.aclose()
+        if self.chat_memory is not None and self.chat_memory.opened:
+            await asyncio.to_thread(self.chat_memory.close)
 
 
 async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
-                  instance_id: str, history: HistoryBuffer) -> Any:
-    """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`."""
+                  instance_id: str, history: HistoryBuffer, identity: Mapping[str, Any],
+                  workflows: Sequence["WorkflowPlan"] = ()) -> Any:
+    """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`. ``identity``
+    (``tenant``, ``user``) scopes chat memory; ``workflows`` are what ``subFlowRef`` can name."""
     from xflow_runtime.interpreter.context import ExecutionContext
     from xflow_runtime.interpreter.execute import execute as interpret
 
@@ -86,6 +104,8 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         event_sink=services.runtime.on_event,
         observer=history,
         instance_id=instance_id,
+        workflows=list(workflows),
+        services=services.for_instance(identity),
     )
     result = await interpret(plan, input, port=port, context=context)
     return result.raise_for_error()
@@ -120,15 +140,15 @@ class LocalInstance:
         self.instance_id = instance_id
 
     @classmethod
-    def start(cls, services: Services, plan: "WorkflowPlan", input: Any,
-              instance_id: str) -> "LocalInstance":
+    def start(cls, services: Services, plan: "WorkflowPlan", input: Any, instance_id: str, *,
+              identity: Mapping[str, Any], workflows: Sequence["WorkflowPlan"]) -> "LocalInstance":
         from xflow_runtime.engine.inprocess import InProcessEngine
 
         engine = InProcessEngine()
         listeners = [services.runtime.on_history] if services.runtime.on_history else []
         history = HistoryBuffer(listeners=listeners, keep=True)
-        task = asyncio.ensure_future(execute(services, plan, input, engine,
-                                             instance_id=instance_id, history=history))
+        task = asyncio.ensure_future(execute(services, plan, input, engine, instance_id=instance_id,
+                                             history=history, identity=identity, workflows=workflows))
         return cls(engine, task, history, instance_id)
 
     @property

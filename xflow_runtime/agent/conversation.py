@@ -4,8 +4,11 @@ Two stores behind one small interface (:class:`ConversationStore`):
 
 - :class:`InstanceConversations` (default): kept with the running instance, so it lasts as long
   as the instance and is rebuilt exactly by a durable replay (every LLM answer it holds comes from
-  a recorded step). A ``maxMessages`` window is applied at turn boundaries, so a tool call is
-  never separated from its results.
+  a recorded step). The window is chosen exactly as chat memory chooses it
+  (:func:`xflow_runtime.memory.chat.window.select_window` over
+  :class:`~xflow_runtime.memory.chat.tokens.TokenCounter` counts): ``maxMessages``/``maxTokens``,
+  starting at a user message, tool calls kept with their results, and an empty window when even
+  the newest turn does not fit.
 - :class:`ChatMemoryConversations`: the persistent chat memory (``xflow_runtime.memory.chat``),
   used when the runtime provides one as ``context.services["chat_memory"]``. Loading and storing
   go through ``port.run_step``, so a replay neither reads a different window nor stores twice.
@@ -16,9 +19,11 @@ Scope: the state's ``memory`` settings resolved for the instance (``memoryId``, 
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol, Sequence
 
 Message = dict[str, Any]
+_log = logging.getLogger("xflow_runtime.agent")
 
 
 class ConversationStore(Protocol):
@@ -33,28 +38,48 @@ def scope_key(scope: Any) -> Any:
 
 
 class InstanceConversations:
-    """History held in memory for one instance."""
+    """History held in memory for one instance: per scope, its messages oldest first, each with
+    its token counts by encoding (counted once, like chat memory's cached counts)."""
 
     def __init__(self) -> None:
-        self._turns: dict[Any, list[list[Message]]] = {}
+        self._messages: dict[Any, list[tuple[Message, dict[str, int]]]] = {}
 
     async def load(self, scope: Any, policy: Any, *, model: str, step: str) -> list[Message]:
         if _stateless(scope):
             return []
-        turns = self._turns.get(scope_key(scope), [])
-        limit = getattr(policy, "max_messages", None)
-        kept: list[list[Message]] = []
-        count = 0
-        for turn in reversed(turns):  # newest first; whole turns only
-            if limit is not None and count + len(turn) > limit and kept:
-                break
-            kept.append(turn)
-            count += len(turn)
-        return [message for turn in reversed(kept) for message in turn]
+        from xflow_runtime.memory.chat.window import select_window
+
+        stored = self._messages.get(scope_key(scope), [])
+        if policy is None:  # no policy: the whole history
+            return [dict(message) for message, _ in stored]
+        token_limit = policy.token_limit
+        counter = _counter(model) if token_limit is not None else None
+
+        def newest_first() -> Any:
+            for message, counts in reversed(stored):
+                if counter is None:  # no token budget: never load a tokenizer
+                    yield message["role"], 0
+                    continue
+                raw = counts.get(counter.encoding)
+                if raw is None:
+                    raw = counts[counter.encoding] = counter.raw_count(message)
+                yield message["role"], counter.scaled(raw)
+
+        selection = select_window(newest_first(), max_messages=policy.message_limit, max_tokens=token_limit)
+        if selection.overflow:
+            _log.warning("agent history %s: the newest turn does not fit the window (max_messages=%s, "
+                         "max_tokens=%s); the call carries no history", scope_key(scope),
+                         policy.message_limit, token_limit)
+        kept = stored[len(stored) - selection.kept:] if selection.kept else []
+        return [dict(message) for message, _ in kept]
 
     async def append(self, scope: Any, messages: Sequence[Message], *, model: str, step: str) -> None:
         if not _stateless(scope):
-            self._turns.setdefault(scope_key(scope), []).append([dict(message) for message in messages])
+            from xflow_runtime.memory.chat.messages import validate_turn
+
+            # Stored in chat memory's normalised form, so both stores hold (and window) the same.
+            turn = validate_turn(messages)
+            self._messages.setdefault(scope_key(scope), []).extend((message, {}) for message in turn)
 
 
 class ChatMemoryConversations:
@@ -72,6 +97,12 @@ class ChatMemoryConversations:
             await self._memory.append_turn(scope, list(messages), model=model)
 
         await self._port.run_step(step, store)
+
+
+def _counter(model: str) -> Any:
+    from xflow_runtime.memory.chat.tokens import TokenCounter
+
+    return TokenCounter.for_model(model)
 
 
 def _stateless(scope: Any) -> bool:

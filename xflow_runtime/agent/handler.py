@@ -31,9 +31,8 @@ NO_OUTCOME = "AgentNoOutcome"
 
 
 async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
-    store = conversations_for(run)
-    chat_scope = state.memory.scope(agent=state.agent_name, instance_id=_root_instance_id(run), data=data,
-                                    variables=run.variables)
+    store = conversations_for(_root(run))
+    chat_scope = _chat_scope(state, data, run)
     policy = state.memory.policy
     model = _model_name(state)
     counters = Counters()
@@ -104,10 +103,28 @@ def _client(run: Any) -> LLMClient:
     return default_client()
 
 
-def _root_instance_id(run: Any) -> str:
+def _root(run: Any) -> Any:
+    """The top-level instance (a subflow's agent states share its history)."""
     while getattr(run, "parent", None) is not None:
         run = run.parent
-    return run.instance_id
+    return run
+
+
+def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
+    """Where this state's history lives. The identity (``tenant``, ``user``) is the instance's,
+    from ``services["identity"]``. A session scope without a memoryId is the instance's own
+    history, shared by all its agent states whatever their ``agentName`` (so it is keyed by the
+    top-level workflow id); with a memoryId, or in ``user`` mode, the ``agentName`` is part of the
+    key (decided in ``specs/agent.md``)."""
+    from xflow_runtime.memory.chat.scope import ScopeMode
+
+    root = _root(run)
+    identity = (getattr(run.context, "services", None) or {}).get("identity") or {}
+    memory = state.memory
+    shared = memory.memory_id is None and memory.mode is ScopeMode.SESSION
+    agent = f"workflow:{root.plan.workflow_id}" if shared else state.agent_name
+    return memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
+                        tenant=identity.get("tenant") or "default", user=identity.get("user"))
 
 
 def _model_name(state: AIAgentState) -> str:

@@ -8,6 +8,11 @@ when an outcome finishes the conversation and the workflow ends, its output is p
 
 ``--memory-id ID`` adds ``memoryId`` to the input, for workflows whose ``memory.memoryId`` is
 ``${ .memoryId }``; ``--llm-script FILE`` answers from a reply script instead of a provider.
+The instance runs in process, but its chat memory is persistent: the chat-memory database of
+``--db URL`` (default ``$XFLOW_DATABASE_URL``, else ``./.xflow/xflow.db``; the rule is
+``runtime_memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
+conversation. ``--ephemeral`` keeps the history in the instance only. ``--tenant``/``--user``
+scope the memory; ``--workflow FILE`` registers subflows.
 Exit codes: 0 finished (or quit), 1 the instance failed, 2 bad command line or definition.
 """
 
@@ -19,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from xflow_runtime.cli.run import add_identity_options
 from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
 
 QUIT = "/quit"
@@ -34,6 +40,10 @@ def register(subparsers: Any, name: str) -> None:
                         help="answer LLM calls from a reply script (YAML) instead of a provider")
     parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
                         help="a value for $SECRETS.NAME; repeatable")
+    parser.add_argument("--db", metavar="URL", default=None,
+                        help="where chat memory lives (default $XFLOW_DATABASE_URL, else ./.xflow/xflow.db)")
+    parser.add_argument("--ephemeral", action="store_true", help="keep the history in the instance only")
+    add_identity_options(parser)
     parser.set_defaults(handler=chat_command)
 
 
@@ -41,6 +51,7 @@ def chat_command(args: Any) -> int:
     from contextlib import nullcontext
 
     from xflow_runtime.cli.run import read_input, read_secrets
+    from xflow_runtime.runtime_memory import chat_memory_url
 
     try:
         data = read_input(args.input)
@@ -49,6 +60,9 @@ def chat_command(args: Any) -> int:
         if args.memory_id is not None:
             data["memoryId"] = args.memory_id
         secrets = read_secrets(args.secret, None)
+        options: dict[str, Any] = {"chat_memory": False if args.ephemeral else chat_memory_url(args.db),
+                                   "workflows": [Path(file) for file in args.workflows]}
+        identity = {"tenant": args.tenant, "user": args.user}
         if args.llm_script:
             from xflow_runtime.llm.scripted import scripted_llm
 
@@ -56,7 +70,8 @@ def chat_command(args: Any) -> int:
         else:
             context = nullcontext()
         with context:
-            return asyncio.run(Chat(sys.stdin, sys.stdout).run(Path(args.file), data, secrets))
+            return asyncio.run(Chat(sys.stdin, sys.stdout).run(Path(args.file), data, secrets,
+                                                               identity=identity, runtime_options=options))
     except DefinitionError as error:
         print(str(error), file=sys.stderr)
         return 2
@@ -76,16 +91,18 @@ class Chat:
         if record.get("event") == "agent_reply":
             self.replies.put_nowait(str(record.get("reply", "")))
 
-    async def run(self, path: Path, data: dict[str, Any], secrets: dict[str, Any]) -> int:
+    async def run(self, path: Path, data: dict[str, Any], secrets: dict[str, Any], *,
+                  identity: dict[str, Any] | None = None, runtime_options: dict[str, Any] | None = None) -> int:
         from xflow_runtime.runtime import Runtime
 
         first = await self._ask()
         if first is None:
             return 0
         data.setdefault("message", first)
-        async with Runtime("inprocess", secrets=secrets, on_history=self._on_history) as runtime:
+        async with Runtime("inprocess", secrets=secrets, on_history=self._on_history,
+                           **(runtime_options or {})) as runtime:
             plan = runtime.load(path)
-            handle = await runtime.start(plan, data)
+            handle = await runtime.start(plan, data, **(identity or {}))
             result = asyncio.ensure_future(handle.result())
             while True:
                 reply = asyncio.ensure_future(self.replies.get())

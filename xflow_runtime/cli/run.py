@@ -42,8 +42,18 @@ def register(subparsers: Any, name: str) -> None:
                         help="run in process: nothing persisted, no resume (fastest start)")
     parser.add_argument("--llm-script", metavar="FILE", default=None,
                         help="answer LLM calls from a reply script (YAML) instead of a provider: no API key")
+    add_identity_options(parser)
     add_instance_options(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_identity_options(parser: argparse.ArgumentParser) -> None:
+    """Who runs the instance (scopes chat memory) and the subflows it may call (``run``, ``chat``)."""
+    parser.add_argument("--tenant", metavar="T", default=None, help="tenant of the instance (default: default)")
+    parser.add_argument("--user", metavar="U", default=None,
+                        help="the user the instance acts for (chat memory scope: user)")
+    parser.add_argument("--workflow", dest="workflows", action="append", default=[], metavar="FILE",
+                        help="a workflow that subFlowRef can call, by its id; repeatable")
 
 
 def add_instance_options(parser: argparse.ArgumentParser) -> None:
@@ -67,8 +77,11 @@ def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, A
         "secrets": read_secrets(args.secret, args.secrets_file),
         "on_event": event_writer(args.events_out),
     }
-    if not ephemeral:
+    if getattr(args, "workflows", None):
+        options["workflows"] = [Path(file) for file in args.workflows]
+    if not ephemeral or args.db:  # in process, a --db URL only holds chat memory
         options["database_url"] = args.db
+    if not ephemeral:
         # A CLI process recovers nothing at launch (it could steal a live instance of another
         # process); crashed instances are resumed explicitly with ``xflow resume``.
         options["executor_id"] = f"cli-{uuid.uuid4().hex[:12]}"
@@ -92,7 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
     resumable = None if args.ephemeral else instance_id
     try:
         with _scripted_llm(args.llm_script) if args.llm_script else nullcontext():
-            return guarded(lambda: _run(Path(args.file), data, events, instance_id, options),
+            return guarded(lambda: _run(Path(args.file), data, events, instance_id, options,
+                                        identity={"tenant": args.tenant, "user": args.user}),
                            resumable=resumable)
     except XFlowError as error:  # an unreadable or malformed reply script
         print(f"xflow run: {error}", file=sys.stderr)
@@ -106,12 +120,12 @@ def _scripted_llm(path: str) -> Any:
 
 
 async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id: str | None,
-               options: dict[str, Any]) -> Any:
+               options: dict[str, Any], *, identity: dict[str, Any]) -> Any:
     from xflow_runtime.runtime import Runtime
 
     async with Runtime(**options) as runtime:
         plan = runtime.load(path)
-        handle = await runtime.start(plan, data, instance_id=instance_id)
+        handle = await runtime.start(plan, data, instance_id=instance_id, **identity)
         for event in events:
             await handle.send_event(event)
         return await handle.result()
