@@ -63,7 +63,7 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
         try:
             compiled = compile_expression(body, extra_variables=extra, as_path=as_path)
         except ExpressionError as exc:
-            report(pointer, _past_the_end(str(exc), body), "XF121")
+            report(pointer, str(exc), "XF121")
             continue
         if as_path and not _MAY_NOT_TERMINATE.search(body):
             _check_path(compiled, body, pointer, report)
@@ -72,14 +72,6 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
             if secret not in declared_secrets:
                 report(pointer, f"$SECRETS.{secret} is used but {secret!r} is not listed in secrets",
                        "XF126", severity="warning")
-
-
-def _past_the_end(message: str, body: str) -> str:
-    """libjq blames the wrapper's closing line when the user's text stops mid-way; say that instead."""
-    end_line = body.count("\n") + 2
-    return re.sub(rf"syntax error, unexpected [^(]*\(line {end_line}, column 1 of the expression\)",
-                  "syntax error: the expression ends too early (an operator, bracket or if/then is left open)",
-                  message)
 
 
 def _shorten(text: str) -> str:

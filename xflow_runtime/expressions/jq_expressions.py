@@ -211,12 +211,16 @@ def _compile(program_text: str, body: str) -> Any:
         return jq.compile(program_text)
     except ValueError as exc:
         offset = program_text.index(body) if body in program_text else 0
-        message = _describe_compile_error(str(exc), offset)
+        message = _describe_compile_error(str(exc), offset, closing_line=body.count("\n") + 2)
         raise ExpressionSyntaxError(f"jq expression does not compile: {message}", expression=body) from None
 
 
-def _describe_compile_error(message: str, body_offset: int) -> str:
-    """Keep libjq's reason and translate its position from our wrapper back into the user's text."""
+def _describe_compile_error(message: str, body_offset: int, *, closing_line: int) -> str:
+    """Keep libjq's reason and translate its position from our wrapper back into the user's text.
+
+    An unfinished text (``.a |``) makes libjq trip over the wrapper's own closing line, a place
+    the user never wrote: that is reported as the expression ending too early.
+    """
     first = message.splitlines()[0] if message else "syntax error"
     first = re.sub(r"^jq: error(?: \(at [^)]*\))?: ", "", first)
     where = re.search(r" at <top-level>, line (\d+), column (\d+):?$", first)
@@ -224,6 +228,8 @@ def _describe_compile_error(message: str, body_offset: int) -> str:
         return first.rstrip(":")
     reason = first[: where.start()]
     line, column = int(where.group(1)), int(where.group(2))
+    if (line, column) == (closing_line, 1) and reason.startswith("syntax error, unexpected"):
+        return "syntax error: the expression ends too early (an operator, bracket or if/then is left open)"
     if line == 1:
         column = max(1, column - body_offset)
     return f"{reason} (line {line}, column {column} of the expression)"
