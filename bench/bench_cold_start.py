@@ -5,13 +5,15 @@ the same run, so the figure can be read against the machine's own interpreter st
 
     python3 bench/bench_cold_start.py
 
-Output: one ``BENCH name key=value …`` line per measurement (median of several runs).
+Output: one ``BENCH name key=value …`` line per measurement (median of several runs): wall time,
+and ``cpu_s`` (user + system time of the child), which a loaded shared machine inflates far less.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,19 +27,23 @@ INPUT = json.dumps({"order": {"id": "A-1", "total": 50}})
 RUNS = 7
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def median_of(command: list[str], cwd: Path) -> float:
+def median_of(command: list[str], cwd: Path) -> tuple[float, float]:
     timed(command, cwd)  # warm the OS file cache, not the process
-    return statistics.median(timed(command, cwd) for _ in range(RUNS))
+    runs = [timed(command, cwd) for _ in range(RUNS)]
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
 def main() -> None:
@@ -47,11 +53,12 @@ def main() -> None:
         python = median_of([sys.executable, "-c", "pass"], cwd)
         ephemeral = median_of([*xflow, "--ephemeral"], cwd)
         durable = median_of(xflow, cwd)
-    print(f"BENCH cold_start_python median_s={python:.3f} runs={RUNS}")
-    print(f"BENCH cold_start_ephemeral median_s={ephemeral:.3f} over_python_s={ephemeral - python:.3f} "
-          f"target_s=0.3 runs={RUNS}")
-    print(f"BENCH cold_start_durable median_s={durable:.3f} over_python_s={durable - python:.3f} "
-          f"store=sqlite runs={RUNS}")
+    load = os.getloadavg()[0]
+    print(f"BENCH cold_start_python median_s={python[0]:.3f} cpu_s={python[1]:.3f} runs={RUNS} load={load:.1f}")
+    print(f"BENCH cold_start_ephemeral median_s={ephemeral[0]:.3f} cpu_s={ephemeral[1]:.3f} "
+          f"over_python_s={ephemeral[0] - python[0]:.3f} target_s=0.3 runs={RUNS} load={load:.1f}")
+    print(f"BENCH cold_start_durable median_s={durable[0]:.3f} cpu_s={durable[1]:.3f} "
+          f"over_python_s={durable[0] - python[0]:.3f} store=sqlite runs={RUNS} load={load:.1f}")
 
 
 if __name__ == "__main__":

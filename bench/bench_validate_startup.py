@@ -10,6 +10,8 @@ check itself, on a small valid workflow.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,14 +41,18 @@ states:
 """
 
 
-def wall_ms(command: list[str], repeat: int) -> float:
-    times = []
+def wall_and_cpu_ms(command: list[str], repeat: int) -> tuple[float, float]:
+    """Medians of wall time and of the child's CPU time (user + system, less load-sensitive)."""
+    times, cpu = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
         times.append((time.perf_counter() - start) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
         assert result.returncode == 0, result.stdout + result.stderr
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def main() -> None:
@@ -56,10 +62,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "hello.yaml"
         path.write_text(WORKFLOW)
-        python = wall_ms([sys.executable, "-c", "pass"], args.repeat)
-        validate = wall_ms([sys.executable, str(REPO / "bin" / "xflow"), "validate", str(path)], args.repeat)
+        python, python_cpu = wall_and_cpu_ms([sys.executable, "-c", "pass"], args.repeat)
+        validate, validate_cpu = wall_and_cpu_ms([sys.executable, str(REPO / "bin" / "xflow"), "validate", str(path)],
+                                                 args.repeat)
     print(f"BENCH validate_startup validate_ms={validate:.0f} python_pass_ms={python:.0f} "
-          f"ratio={validate / python:.1f} repeat={args.repeat}")
+          f"ratio={validate / python:.1f} validate_cpu_ms={validate_cpu:.0f} python_pass_cpu_ms={python_cpu:.0f} "
+          f"cpu_ratio={validate_cpu / python_cpu:.1f} repeat={args.repeat} load={os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
