@@ -138,7 +138,7 @@ class LongTermMemory:
             embedded = await self._embed_one(f"{values.get('title', current.title) or ''}\n"
                                              f"{values.get('content', current.content)}"
                                              if current.kind == "memory" else values.get("content", current.content))
-            values.update(repository._vector_values(embedded))
+            values.update(repository.vector_values(embedded))
         else:
             embedded = None
 

@@ -48,7 +48,7 @@ def _insert(connection: Connection) -> Any:
     return (postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert)(memories)
 
 
-def _vector_values(embedded: Embedded | None, index: int = 0) -> dict[str, Any]:
+def vector_values(embedded: Embedded | None, index: int = 0) -> dict[str, Any]:
     if embedded is None:
         return {"embedding": None, "embedding_model": None, "embedding_dim": None}
     return {"embedding": embedded.vectors[index], "embedding_model": embedded.model,
@@ -67,7 +67,7 @@ def upsert_by_title(connection: Connection, scope: MemoryScope, title: str, cont
     """Create the memory or update the one with the same title, atomically (``ON CONFLICT``:
     concurrent writers of one title leave one row, last writer's content)."""
     row = new_row(scope, "memory", content, title=title, title_key=title_key(title), tags=list(tags),
-                  **_vector_values(embedded))
+                  **vector_values(embedded))
     statement = _insert(connection).values(**row)
     statement = statement.on_conflict_do_update(
         index_elements=["tenant_id", "agent_id", "user_id", "kind", "title_key"],
@@ -83,7 +83,7 @@ def upsert_by_title(connection: Connection, scope: MemoryScope, title: str, cont
 def create(connection: Connection, scope: MemoryScope, title: str, content: str, tags: Sequence[str],
            embedded: Embedded | None) -> Memory:
     row = new_row(scope, "memory", content, title=title, title_key=title_key(title), tags=list(tags),
-                  **_vector_values(embedded))
+                  **vector_values(embedded))
     stored = connection.execute(_insert(connection).values(**row).on_conflict_do_nothing()
                                 .returning(*_COLUMNS)).first()
     if stored is None:
@@ -164,7 +164,7 @@ def same_fact(connection: Connection, scope: MemoryScope, content: str) -> str |
 def insert_fact(connection: Connection, scope: MemoryScope, content: str, category: str, importance: int,
                 source: str | None, embedded: Embedded | None, index: int) -> str:
     row = new_row(scope, "fact", content, category=category, importance=importance, source=source,
-                  **_vector_values(embedded, index))
+                  **vector_values(embedded, index))
     connection.execute(memories.insert().values(**row))
     return row["id"]
 
@@ -175,4 +175,4 @@ def refresh_fact(connection: Connection, scope: MemoryScope, fact_id: str, conte
     change; created_at (and so its place in the injected block) stays."""
     connection.execute(update(memories).where(*scope_filter(scope), _c.id == fact_id).values(
         content=content, category=category, importance=importance, updated_at=utcnow(),
-        **_vector_values(embedded, index)))
+        **vector_values(embedded, index)))
