@@ -20,7 +20,7 @@ Printed per layout:
   than wall time on a shared machine;
 - ``cpu_bound_s``: our CPU seconds / cores, the least wall time this work needs on idle cores —
   ``ratio`` cannot go below ``cpu_bound_s / ideal_s`` whatever the scheduling;
-- ``gc_share``: the part of our CPU spent in Python's cyclic garbage collector;
+- ``gc_share`` / ``floor_gc_share``: the part of the CPU spent in Python's cyclic garbage collector;
 - ``load_avg``: the 1-minute load average when the layout started (other processes' demand).
 
 ``single_s`` / ``ratio_single``: one instance alone (best of 5), where latency, not CPU, bounds.
@@ -263,7 +263,8 @@ def report(name: str, args: argparse.Namespace, processes: int, floor: Phase, ru
             f"wall_s={wall:.3f} ratio={wall / ideal:.2f} ratio_floor={wall / floor_wall:.2f} "
             f"cpu_ms_per_call={1000 * run.cpu / calls:.2f} floor_cpu_ms_per_call={1000 * floor.cpu / calls:.2f} "
             f"cpu_ratio_floor={run.cpu / floor.cpu:.2f} cpu_bound_s={cpu_bound:.3f} "
-            f"gc_share={run.gc_cpu / run.cpu:.2f} completed={run.ok} floor_completed={floor.ok}{extra}")
+            f"gc_share={run.gc_cpu / run.cpu:.2f} floor_gc_share={floor.gc_cpu / floor.cpu:.2f} "
+            f"completed={run.ok} floor_completed={floor.ok}{extra}")
 
 
 async def measure_single_process(args: argparse.Namespace, plan: Any, api_base: str) -> str:
