@@ -75,6 +75,14 @@ async def test_agent_states_without_memory_id_share_the_instance_history(engine,
     assert contents(second) == ["My name is Ann", said("Hello Ann."), "What is my name?"]
 
 
+async def test_the_instance_history_never_opens_the_chat_memory(scripted_model, llm, tmp_path):
+    scripted_model.set_script(replies("Hello Ann.", "Your name is Ann."))
+    async with Runtime("inprocess", database_url=f"sqlite:///{tmp_path / 'store.sqlite'}", llm=llm) as runtime:
+        await (await runtime.start(runtime.load(write(tmp_path, TWO_AGENTS)))).result(timeout=60)
+        assert runtime._services.chat_memory is not None and not runtime._services.chat_memory.opened
+    assert not (tmp_path / "xflow.db").exists()
+
+
 async def test_a_second_instance_starts_with_an_empty_instance_history(scripted_model, llm, tmp_path):
     scripted_model.set_script(replies("Hello Ann.", "Ann.", "Hello Ann.", "Ann."))
     async with Runtime("inprocess", database_url=f"sqlite:///{tmp_path / 'store.sqlite'}", llm=llm) as runtime:
@@ -159,3 +167,20 @@ def test_the_chat_memory_url_rule():
     assert chat_memory_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
     assert chat_memory_url("postgres://u:p@h/db") == "postgresql://u:p@h/db"
     assert chat_memory_url(None).endswith("/.xflow/xflow.db") or "XFLOW_DATABASE_URL" in __import__("os").environ
+
+
+@pytest.mark.slow
+async def test_on_postgresql_chat_memory_shares_the_durable_stores_database(scripted_model, llm, tmp_path,
+                                                                            postgres_database_url):
+    scripted_model.set_script(replies("Noted.", "You like tea."))
+    async with Runtime("durable", database_url=postgres_database_url, llm=llm) as runtime:
+        assert runtime.chat_memory_url == postgres_database_url.replace("postgres://", "postgresql://", 1)
+        plan = runtime.load(write(tmp_path, SESSION_MEMORY))
+        await (await runtime.start(plan, {"message": "I like tea", "session": "pg"}, user="u")).result(timeout=60)
+        await (await runtime.start(plan, {"message": "What do I like?", "session": "pg"}, user="u")).result(timeout=60)
+    assert contents(scripted_model.chat_requests[1]) == ["I like tea", said("Noted."), "What do I like?"]
+    memory = ChatMemory.open(postgres_database_url)
+    try:
+        assert [chat.user for chat in await memory.list_chats()] == ["u"]
+    finally:
+        memory.close()

@@ -10,7 +10,8 @@ Two stores behind one small interface (:class:`ConversationStore`):
   starting at a user message, tool calls kept with their results, and an empty window when even
   the newest turn does not fit.
 - :class:`ChatMemoryConversations`: the persistent chat memory (``xflow_runtime.memory.chat``),
-  used when the runtime provides one as ``context.services["chat_memory"]``. Loading and storing
+  used for scopes with a ``memoryId`` (or ``scope: user``) when the runtime provides one as
+  ``context.services["chat_memory"]``. Loading and storing
   go through ``port.run_step``, so a replay neither reads a different window nor stores twice.
 
 Scope: the state's ``memory`` settings resolved for the instance (``memoryId``, or
@@ -109,12 +110,22 @@ def _stateless(scope: Any) -> bool:
     return hasattr(scope, "key") and scope.key() is None
 
 
-def conversations_for(run: Any) -> ConversationStore:
-    """The store an instance's agent states use (created once per instance)."""
-    existing = getattr(run, "_agent_conversations", None)
+def conversations_for(run: Any, *, persistent: bool) -> ConversationStore:
+    """The store of an instance's (``run``: the top-level instance) agent states, created once
+    per instance and kind. ``persistent`` scopes (a ``memoryId``, or ``scope: user``) use the
+    runtime's chat memory when it provides one; the instance's own history never does: it lives
+    and dies with the instance, and a durable replay rebuilds it from the recorded LLM steps."""
+    attribute = "_agent_chat_memory" if persistent else "_agent_conversations"
+    existing = getattr(run, attribute, None)
     if existing is not None:
         return existing
-    memory = (getattr(run.context, "services", None) or {}).get("chat_memory")
-    store: ConversationStore = ChatMemoryConversations(memory, run.port) if memory is not None else InstanceConversations()
-    run._agent_conversations = store
+    memory = (getattr(run.context, "services", None) or {}).get("chat_memory") if persistent else None
+    store: ConversationStore
+    if memory is not None:
+        store = ChatMemoryConversations(memory, run.port)
+    elif persistent:  # no chat memory: every scope lives in the instance's one store
+        store = conversations_for(run, persistent=False)
+    else:
+        store = InstanceConversations()
+    setattr(run, attribute, store)
     return store

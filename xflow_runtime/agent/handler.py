@@ -31,8 +31,8 @@ NO_OUTCOME = "AgentNoOutcome"
 
 
 async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
-    store = conversations_for(_root(run))
     chat_scope = _chat_scope(state, data, run)
+    store = conversations_for(_root(run), persistent=not _instance_scoped(state))
     policy = state.memory.policy
     model = _model_name(state)
     counters = Counters()
@@ -116,15 +116,19 @@ def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
     history, shared by all its agent states whatever their ``agentName`` (so it is keyed by the
     top-level workflow id); with a memoryId, or in ``user`` mode, the ``agentName`` is part of the
     key (decided in ``specs/agent.md``)."""
-    from xflow_runtime.memory.chat.scope import ScopeMode
-
     root = _root(run)
     identity = (getattr(run.context, "services", None) or {}).get("identity") or {}
     memory = state.memory
-    shared = memory.memory_id is None and memory.mode is ScopeMode.SESSION
-    agent = f"workflow:{root.plan.workflow_id}" if shared else state.agent_name
+    agent = f"workflow:{root.plan.workflow_id}" if _instance_scoped(state) else state.agent_name
     return memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
                         tenant=identity.get("tenant") or "default", user=identity.get("user"))
+
+
+def _instance_scoped(state: AIAgentState) -> bool:
+    """No memoryId, session mode: the history of this instance only."""
+    from xflow_runtime.memory.chat.scope import ScopeMode
+
+    return state.memory.memory_id is None and state.memory.mode is ScopeMode.SESSION
 
 
 def _model_name(state: AIAgentState) -> str:
