@@ -77,3 +77,31 @@ def test_xflow_show_prints_the_token_usage_of_a_durable_agent_run(tmp_path):
     agent_visits = [visit for visit in described["states"] if visit.get("usage")]
     assert agent_visits and sum(v["usage"]["calls"] for v in agent_visits) == usage["calls"]
     assert "cost" in usage
+
+
+USER_SCOPED = CHAT.replace("memory: {memoryId: '${ .memoryId }', maxMessages: 20}", "memory: {scope: user, maxMessages: 20}")
+
+
+@pytest.mark.slow
+def test_xflow_run_scopes_user_memory_by_tenant_and_user(scripted_model, tmp_path):
+    workflow = tmp_path / "ask.yaml"
+    workflow.write_text(USER_SCOPED.replace("BASE", scripted_model.api_base))
+    scripted_model.set_script([{"json": {"response": text, "done": True}}
+                               for text in ("Noted.", "You like tea.", "I do not know.")])
+    runs = [("I like tea", "ann", "acme"), ("What do I like?", "ann", "acme"), ("What do I like?", "ann", "other")]
+    for message, user, tenant in runs:
+        done = xflow("run", str(workflow), "--input", json.dumps({"message": message}), "--user", user,
+                     "--tenant", tenant, "-q", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    requests = scripted_model.chat_requests
+    assert [m["content"] for m in requests[1].messages if m["role"] != "system"] == [
+        "I like tea", said("Noted.", True), "What do I like?"]
+    assert [m["content"] for m in requests[2].messages if m["role"] != "system"] == ["What do I like?"]
+    assert (tmp_path / ".xflow" / "xflow.db").exists()
+
+
+def test_a_missing_subflow_file_is_a_clear_error(tmp_path):
+    (tmp_path / "main.yaml").write_text("id: m\nspecVersion: '0.8'\nstart: a\nstates: [{name: a, type: inject, data: {}, end: true}]\n")
+    done = xflow("run", str(tmp_path / "main.yaml"), "--ephemeral", "--workflow", "nope.yaml", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "cannot read workflow file nope.yaml" in done.stderr and "Traceback" not in done.stderr
