@@ -86,9 +86,9 @@ USER_SCOPED = CHAT.replace("memory: {memoryId: '${ .memoryId }', maxMessages: 20
 def test_xflow_run_scopes_user_memory_by_tenant_and_user(scripted_model, tmp_path):
     workflow = tmp_path / "ask.yaml"
     workflow.write_text(USER_SCOPED.replace("BASE", scripted_model.api_base))
-    scripted_model.set_script([{"json": {"response": text, "done": True}}
-                               for text in ("Noted.", "You like tea.", "I do not know.")])
-    runs = [("I like tea", "ann", "acme"), ("What do I like?", "ann", "acme"), ("What do I like?", "ann", "other")]
+    scripted_model.set_script([{"json": {"response": text, "done": True}} for text in ("Noted.", "You like tea.")])
+    # (a second tenant or user seeing nothing is pinned through the API in test_agent_history.py)
+    runs = [("I like tea", "ann", "acme"), ("What do I like?", "ann", "acme")]
     for message, user, tenant in runs:
         done = xflow("run", str(workflow), "--input", json.dumps({"message": message}), "--user", user,
                      "--tenant", tenant, "-q", cwd=tmp_path)
@@ -96,7 +96,6 @@ def test_xflow_run_scopes_user_memory_by_tenant_and_user(scripted_model, tmp_pat
     requests = scripted_model.chat_requests
     assert [m["content"] for m in requests[1].messages if m["role"] != "system"] == [
         "I like tea", said("Noted.", True), "What do I like?"]
-    assert [m["content"] for m in requests[2].messages if m["role"] != "system"] == ["What do I like?"]
     assert (tmp_path / ".xflow" / "xflow.db").exists()
 
 

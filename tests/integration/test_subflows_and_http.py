@@ -130,7 +130,7 @@ async def test_http_settings_give_a_function_its_base_url_and_timeout(server, tm
     assert output["user"] == {"name": "Ann"}
     assert [r.path for r in server.only("GET")] == ["/users"]
 
-    server.route("GET", "/users", Reply(body={"name": "Ann"}, delay=2.0))
+    server.route("GET", "/users", Reply(body={"name": "Ann"}, delay=1.0))
     settings = HttpSettings(base_urls={"getUser": server.url}, timeouts={"getUser": 0.2})
     async with Runtime(http=settings) as runtime:
         with pytest.raises(WorkflowFailed) as failed:
