@@ -64,7 +64,9 @@ def add_instance_options(parser: argparse.ArgumentParser) -> None:
                         help="secrets as a JSON/YAML object or NAME=VALUE lines")
     parser.add_argument("--db", metavar="URL", default=None,
                         help="durable store: sqlite:///FILE or postgresql://… "
-                             "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/)")
+                             "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/); chat memory "
+                             "lives in the same PostgreSQL database or in xflow.db next to the SQLite "
+                             "file (with --ephemeral, only when --db is given)")
     parser.add_argument("--events-out", metavar="FILE",
                         help="append produced CloudEvents as JSON lines to FILE (default stderr)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
