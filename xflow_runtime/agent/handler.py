@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
+from xflow_runtime.agent.longterm_hook import conversation_source, long_term_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
@@ -36,14 +37,19 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
     policy = state.memory.policy
     model = _model_name(state)
     counters = Counters()
+    long_term = await long_term_for(state, run)  # None unless longTermMemory/factExtraction is enabled
     user_text = state.user_message.render(data, run.variables)
     turn_number = 0
     while True:
         turn_number += 1
         history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
         system_text = state.system_message.render(data, run.variables)
-        result = await Turn(run, state, data, scope, counters, _client(run)).run_turn(system_text, history, user_text)
+        result = await Turn(run, state, data, scope, counters, _client(run), long_term).run_turn(
+            system_text, history, user_text)
         await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn_number}")
+        if long_term is not None:
+            await long_term.after_turn(run.port, f"{scope}/longterm-after-turn:{turn_number}",
+                                       [*history, *result.messages], conversation_source(chat_scope))
         agent_outcome = result.outcome()
         variables = outcome_variables(run.variables, agent_outcome)
         outcome = select_outcome(state.outcomes, data, variables)

@@ -51,10 +51,11 @@ class ToolRun:
 
 
 async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
-                             first_number: int) -> list[ToolRun]:
-    """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit."""
+                             first_number: int, memory: Any = None) -> list[ToolRun]:
+    """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
+    ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools."""
     return list(await asyncio.gather(*(
-        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}")
+        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}", memory)
         for index, call in enumerate(calls)
     )))
 
@@ -64,9 +65,16 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
     return ToolRun(id=call["id"], name=call["function"]["name"], arguments=_arguments_or_text(call), error=reason)
 
 
-async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str) -> ToolRun:
+async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None) -> ToolRun:
     name = call["function"]["name"]
     entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
+    if memory is not None and memory.is_memory_tool(name):
+        result = await memory.call_tool(run.port, step, name, call["function"].get("arguments") or "{}")
+        if isinstance(result, dict) and set(result) == {"error"}:
+            entry.error = result["error"]
+        else:
+            entry.result = result
+        return entry
     tool = state.tool(name)
     if tool is None:
         entry.error = f"unknown tool {name!r}; available: {', '.join(t.name for t in state.tools) or 'none'}"

@@ -53,10 +53,12 @@ class TurnResult:
 
 
 class Turn:
-    def __init__(self, run: Any, state: AIAgentState, data: Any, scope: str, counters: Counters, client: LLMClient):
+    def __init__(self, run: Any, state: AIAgentState, data: Any, scope: str, counters: Counters, client: LLMClient,
+                 memory: Any = None):
         self.run, self.state, self.data, self.scope = run, state, data, scope
         self.counters = counters
         self.client = client
+        self.memory = memory  # LongTermHook | None (xflow_runtime.agent.longterm_hook)
         self.usage: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     async def run_turn(self, system_text: str, history: list[dict[str, Any]], user_text: str) -> TurnResult:
@@ -64,7 +66,8 @@ class Turn:
         turn_messages: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
         prefix = [{"role": "system", "content": system_text}, *history]
         tool_runs: list[ToolRun] = []
-        tools = [tool.openai_tool() for tool in state.tools] if state.tools and state.max_tool_executions > 0 else None
+        offered = [tool.openai_tool() for tool in state.tools] + (self.memory.tools() if self.memory else [])
+        tools = offered if offered and state.max_tool_executions > 0 else None  # memory tools share the budget
         budget = state.max_tool_executions
         while True:
             tools_open = tools is not None and len(tool_runs) < budget
@@ -78,7 +81,7 @@ class Turn:
             turn_messages.append(message)
             allowed = calls[: budget - len(tool_runs)]
             runs = await execute_tool_calls(self.run, state, allowed, scope=self.scope,
-                                            first_number=self.counters.tool_calls)
+                                            first_number=self.counters.tool_calls, memory=self.memory)
             self.counters.tool_calls += len(allowed)
             runs += [refused(call, BUDGET_SPENT.format(limit=budget)) for call in calls[len(allowed):]]
             tool_runs.extend(runs)
@@ -110,6 +113,9 @@ class Turn:
 
     async def call(self, messages: list[dict[str, Any]], tools: Any, tool_choice: str | None) -> ChatResult:
         state = self.state
+        if self.memory is not None:  # before every call: a write earlier in this turn shows at once
+            messages = [{"role": "system", "content": await self.memory.system_prompt(messages[0]["content"])},
+                        *messages[1:]]
         self.counters.llm_calls += 1
         step = f"{self.scope}/llm:{self.counters.llm_calls}"
         request = ChatRequest(messages=messages, tools=tools, tool_choice=tool_choice,

@@ -76,6 +76,8 @@ class AIAgentState(State):
     tools: tuple[AgentTool, ...] = ()
     max_tool_executions: int = DEFAULT_MAX_TOOL_EXECUTIONS
     memory: Any = None  # xflow_runtime.memory.chat.MemorySettings
+    #: (LongTermMemorySettings, FactExtractionSettings) when either is enabled, else None
+    long_term: Any = None
     outcomes: tuple[AgentOutcome, ...] = ()
     data_filter: JqExpression | None = None
 
@@ -126,6 +128,7 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
         tools=_tools(raw.get("tools"), ctx, f"{where}/tools"),
         max_tool_executions=max_tools,
         memory=_memory(raw.get("memory"), f"{where}/memory"),
+        long_term=_long_term(raw, where),
         outcomes=outcomes,
         data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
     )
@@ -219,6 +222,22 @@ def _memory(raw: Any, where: str) -> Any:
         return MemorySettings.from_definition(raw)
     except (ChatMemoryError, ValueError, TypeError) as error:
         raise DefinitionError([f"{where}: {error}"]) from None
+
+
+def _long_term(raw: Mapping[str, Any], where: str) -> Any:
+    """``longTermMemory`` and ``factExtraction``, compiled once; ``None`` when neither is enabled
+    (a state without them never imports :mod:`xflow_runtime.memory.longterm`)."""
+    if raw.get("longTermMemory") is None and raw.get("factExtraction") is None:
+        return None
+    from xflow_runtime.memory.longterm.config import FactExtractionSettings, LongTermMemorySettings
+    from xflow_runtime.memory.longterm.errors import LongTermMemoryError
+
+    try:
+        settings = (LongTermMemorySettings.from_definition(raw.get("longTermMemory")),
+                    FactExtractionSettings.from_definition(raw.get("factExtraction")))
+    except LongTermMemoryError as error:
+        raise DefinitionError([f"{where}: {error}"]) from None
+    return settings if settings[0].enabled or settings[1].enabled else None
 
 
 def _unsupported(type_name: str) -> Any:

@@ -1,0 +1,126 @@
+"""Long-term memory in an ``aiagent`` state visit (``longTermMemory`` / ``factExtraction``).
+
+The handler asks :func:`long_term_for` once per visit; it returns ``None`` (and imports nothing
+from :mod:`xflow_runtime.memory.longterm`) unless the state enables one of the two. Otherwise a
+:class:`LongTermHook` bound to the visit's scope — tenant and user from ``services["identity"]``
+(tenant ``"default"`` when absent), ``state.agent_name`` as the agent — that:
+
+- adds the three memory tools to the tools offered (``longTermMemory.enabled``);
+- renders the system prompt before **every** LLM call: the static text plus the memory/fact
+  block (byte-stable until a write or delete, so the prefix stays cacheable);
+- runs memory tool calls as recorded steps (``port.run_step``: a durable replay neither writes
+  twice nor searches again);
+- queues fact extraction after each stored turn, inside a recorded step.
+
+The :class:`~xflow_runtime.memory.longterm.LongTermMemory` comes from
+``services["long_term_memory"]``: an open one (tests, ``run_workflow``) or a
+:class:`LazyLongTermMemory` (the :class:`~xflow_runtime.runtime.Runtime`, opened on first use).
+Decisions are in ``specs/agent.md`` ("Long-term memory").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from xflow_runtime.errors import WorkflowError
+
+SERVICE = "long_term_memory"
+NOT_CONFIGURED = "LongTermMemoryUnavailable"
+
+
+class LazyLongTermMemory:
+    """The runtime's one long-term memory, opened (and migrated, off the event loop) when the
+    first state that enables it runs; on the chat-memory database, so an erasure covers both."""
+
+    def __init__(self, url: str, options: Any = None) -> None:
+        self.url = url
+        self.options = options
+        self._memory: Any = None
+        self._opening = asyncio.Lock()
+
+    @property
+    def opened(self) -> bool:
+        return self._memory is not None
+
+    async def memory(self) -> Any:
+        if self._memory is None:
+            async with self._opening:
+                if self._memory is None:
+                    from xflow_runtime.memory.longterm import LongTermMemory
+
+                    self._memory = await asyncio.to_thread(LongTermMemory.open, self.url, self.options)
+        return self._memory
+
+    async def aclose(self) -> None:
+        memory, self._memory = self._memory, None
+        if memory is not None:
+            await memory.aclose()
+
+
+def options_from_llm(llm: Any) -> Any:
+    """Long-term memory options for a runtime: extraction calls use the runtime's LLM endpoint
+    (``api_base``/``api_key`` of its :class:`~xflow_runtime.llm.LLMSettings`); no embedding model
+    (keyword search) unless the runtime is given :class:`LongTermOptions` itself."""
+    from xflow_runtime.memory.longterm.config import LongTermOptions
+
+    settings = getattr(llm, "settings", llm)
+    return LongTermOptions(api_base=getattr(settings, "api_base", None), api_key=getattr(settings, "api_key", None))
+
+
+@dataclass(frozen=True)
+class LongTermHook:
+    step: Any  # xflow_runtime.memory.longterm.StepMemory
+    scope: Any  # xflow_runtime.memory.longterm.MemoryScope
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.step.tools_for(self.scope)
+
+    def is_memory_tool(self, name: str) -> bool:
+        return self.step.is_memory_tool(name)
+
+    async def system_prompt(self, static_prompt: str) -> str:
+        return await self.step.system_prompt(self.scope, static_prompt)
+
+    async def call_tool(self, port: Any, step_name: str, name: str, arguments_text: str) -> Any:
+        """The tool's result as a JSON value (``{"error": …}`` for bad arguments), recorded."""
+        content = await port.run_step(step_name, lambda: self.step.call_tool(self.scope, name, arguments_text))
+        return json.loads(content)
+
+    async def after_turn(self, port: Any, step_name: str, conversation: Sequence[Mapping[str, Any]],
+                         source: str | None) -> None:
+        messages = [dict(message) for message in conversation]
+        await port.run_step(step_name, lambda: self.step.after_turn(self.scope, messages, source=source))
+
+
+async def long_term_for(state: Any, run: Any) -> LongTermHook | None:
+    """The visit's hook, or ``None`` when the state enables neither long-term memory nor fact
+    extraction. A state that enables one on a runtime without long-term memory fails clearly."""
+    if state.long_term is None:
+        return None
+    from xflow_runtime.memory.longterm import MemoryScope, StepMemory
+
+    services = getattr(run.context, "services", None) or {}
+    service = services.get(SERVICE)
+    if service is None:
+        raise WorkflowError(f"agent '{state.agent_name}' enables long-term memory, but this runtime has no "
+                            "database for it (give the Runtime a database_url, or pass "
+                            f"services['{SERVICE}'] a LongTermMemory)", name=NOT_CONFIGURED, code=NOT_CONFIGURED)
+    memory = await service.memory() if isinstance(service, LazyLongTermMemory) else service
+    identity = services.get("identity") or {}
+    long_term, extraction = state.long_term
+    step = StepMemory(memory, long_term, extraction, state.ai_model)
+    scope = MemoryScope(tenant=identity.get("tenant") or "default", agent=state.agent_name,
+                        user=identity.get("user") or None)
+    return LongTermHook(step, scope)
+
+
+def conversation_source(chat_scope: Any) -> str | None:
+    """The chat an extraction job comes from (its dedup key's ``source``): the chat key's
+    memory id / session, e.g. ``instance:<id>`` for an instance's own history."""
+    key = chat_scope.key() if hasattr(chat_scope, "key") else None
+    if key is None:
+        return None
+    return getattr(key, "memory_id", None) or getattr(key, "session", None) or None
