@@ -47,6 +47,12 @@ class Services:
         url = runtime.chat_memory_url
         if url is not None:
             self.chat_memory = LazyChatMemory(url)
+        self.long_term_memory: Any = None  # same database as chat memory: one erasure covers both
+        if url is not None:
+            from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
+
+            self.long_term_memory = LazyLongTermMemory(url, getattr(runtime, "long_term_options", None),
+                                                       llm=runtime.llm)
 
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))
@@ -69,6 +75,8 @@ class Services:
             services["llm"] = self.runtime.llm
         if self.chat_memory is not None:
             services["chat_memory"] = self.chat_memory
+        if self.long_term_memory is not None:
+            services["long_term_memory"] = self.long_term_memory
         return services
 
     async def aclose(self) -> None:
@@ -77,6 +85,8 @@ class Services:
             await context.aclose()
         if self.chat_memory is not None and self.chat_memory.opened:
             await asyncio.to_thread(self.chat_memory.close)
+        if self.long_term_memory is not None:
+            await self.long_term_memory.aclose()  # waits for running extractions; no-op if never opened
 
 
 async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
@@ -180,6 +190,8 @@ def describe_status(status: Any) -> dict[str, Any]:
         "status": status.status,
         "workflow": workflow.get("id") or Path(workflow.get("path", "?")).name,
         "file": workflow.get("path"),
+        "tenant": (request.get("identity") or {}).get("tenant"),
+        "user": (request.get("identity") or {}).get("user"),
         "created_at": _seconds(status.created_at),
         "updated_at": _seconds(status.updated_at),
         "completed_at": _seconds(getattr(status, "completed_at", None)),

@@ -72,6 +72,7 @@ def test_xflow_show_prints_the_token_usage_of_a_durable_agent_run(tmp_path):
     shown = xflow("show", "agent-1", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     described = json.loads(shown.stdout)
+    assert (described["tenant"], described["user"]) == ("default", None)
     usage = described["usage"]
     assert usage["calls"] >= 1 and usage["total_tokens"] > 0 and usage["prompt_tokens"] > 0
     agent_visits = [visit for visit in described["states"] if visit.get("usage")]
