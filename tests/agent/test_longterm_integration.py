@@ -196,3 +196,52 @@ def test_a_plain_agent_workflow_never_imports_long_term_memory(scripted_model, t
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
     assert len(scripted_model.chat_requests) == 1
+
+
+async def test_the_runtime_opens_long_term_memory_on_the_chat_memory_database_only_when_needed(
+        scripted_model, tmp_path: Path):
+    from xflow_runtime.llm import LLMSettings
+    from xflow_runtime.runtime import Runtime
+
+    write = {"name": "memory_write", "arguments": {"title": "Diet", "content": "Vegetarian"}}
+    scripted_model.set_script(["Hello.", {"tool_calls": [write]}, "Noted."])
+    runtime = Runtime(database_url=f"sqlite:///{tmp_path / 'store.sqlite'}",
+                      llm=LLMSettings(api_base=scripted_model.api_base))
+    async with runtime:
+        handle = await runtime.start(plan(agent()), {"message": "hi"}, tenant="acme", user="guest-7")
+        await handle.result()
+        assert not runtime._services.long_term_memory.opened  # a plain agent leaves it closed
+        handle = await runtime.start(plan(agent(long_term=MEMORY_ON)), {"message": "I am vegetarian"}, tenant="acme",
+                                     user="guest-7")
+        await handle.result()
+        assert runtime._services.long_term_memory.opened
+    assert not runtime._services.long_term_memory.opened  # closed with the runtime
+    assert runtime.chat_memory_url == f"sqlite:///{tmp_path / 'xflow.db'}"
+    async with LongTermMemory.open(runtime.chat_memory_url) as reopened:
+        (stored,) = (await reopened.list(MemoryScope("acme", "concierge", "guest-7"))).items
+        assert stored.content == "Vegetarian"
+        receipt = await reopened.erase_user("acme", "guest-7")
+        assert receipt.total >= 1, receipt
+        assert (await reopened.list(MemoryScope("acme", "concierge", "guest-7"))).items == ()
+
+
+@pytest.mark.parametrize(("long_term", "message"), [
+    ("longTermMemory: {enabled: yes please}\n", "longTermMemory.enabled must be true or false"),
+    ("factExtraction: {enabled: true, minUserTurns: 0}\n", "factExtraction.minUserTurns must be an integer ≥ 1"),
+    ("longTermMemory: {enabled: true, recent: 3}\n", "unknown field(s) ['recent']"),
+    ("longTermMemory: {enabled: true}\ntools: [{name: memory_search, execution: {functionRef: f}}]\n",
+     "'memory_search' is a long-term memory tool"),
+])
+def test_bad_long_term_settings_are_positioned_definition_errors(long_term: str, message: str):
+    from xflow_runtime.errors import DefinitionError
+
+    with pytest.raises(DefinitionError) as raised:
+        plan("functions: [{name: f, type: custom, operation: 'python:json:dumps'}]\n" + agent(long_term=long_term))
+    assert message in str(raised.value) and "/states/0" in str(raised.value)
+
+
+def test_disabled_settings_compile_to_no_long_term_memory():
+    compiled = plan(agent(long_term="longTermMemory: {enabled: false}\nfactExtraction: {enabled: false}\n"))
+    assert compiled.states["chat"].long_term is None
+    (long_term, extraction) = plan(agent(long_term=MEMORY_ON + EXTRACTION_ON)).states["chat"].long_term
+    assert (long_term.enabled, long_term.inject_recent, extraction.model) == (True, 1, "gpt-4o-mini")

@@ -35,9 +35,10 @@ class LazyLongTermMemory:
     """The runtime's one long-term memory, opened (and migrated, off the event loop) when the
     first state that enables it runs; on the chat-memory database, so an erasure covers both."""
 
-    def __init__(self, url: str, options: Any = None) -> None:
+    def __init__(self, url: str, options: Any = None, *, llm: Any = None) -> None:
         self.url = url
-        self.options = options
+        self.options = options  # LongTermOptions; None: from ``llm`` when opened (see options_from_llm)
+        self.llm = llm
         self._memory: Any = None
         self._opening = asyncio.Lock()
 
@@ -51,7 +52,8 @@ class LazyLongTermMemory:
                 if self._memory is None:
                     from xflow_runtime.memory.longterm import LongTermMemory
 
-                    self._memory = await asyncio.to_thread(LongTermMemory.open, self.url, self.options)
+                    options = self.options if self.options is not None else options_from_llm(self.llm)
+                    self._memory = await asyncio.to_thread(LongTermMemory.open, self.url, options)
         return self._memory
 
     async def aclose(self) -> None:
@@ -64,9 +66,10 @@ def options_from_llm(llm: Any) -> Any:
     """Long-term memory options for a runtime: extraction calls use the runtime's LLM endpoint
     (``api_base``/``api_key`` of its :class:`~xflow_runtime.llm.LLMSettings`); no embedding model
     (keyword search) unless the runtime is given :class:`LongTermOptions` itself."""
+    from xflow_runtime.llm.client import default_client
     from xflow_runtime.memory.longterm.config import LongTermOptions
 
-    settings = getattr(llm, "settings", llm)
+    settings = getattr(llm if llm is not None else default_client(), "settings", llm)
     return LongTermOptions(api_base=getattr(settings, "api_base", None), api_key=getattr(settings, "api_key", None))
 
 

@@ -237,6 +237,13 @@ def _long_term(raw: Mapping[str, Any], where: str) -> Any:
                     FactExtractionSettings.from_definition(raw.get("factExtraction")))
     except LongTermMemoryError as error:
         raise DefinitionError([f"{where}: {error}"]) from None
+    if settings[0].enabled:
+        from xflow_runtime.memory.longterm.tools import TOOL_NAMES
+
+        for i, tool in enumerate(raw.get("tools") or ()):
+            if isinstance(tool, Mapping) and tool.get("name") in TOOL_NAMES:
+                raise invalid(f"{where}/tools/{i}/name", f"{tool['name']!r} is a long-term memory tool "
+                                                         "(longTermMemory is enabled): rename this tool")
     return settings if settings[0].enabled or settings[1].enabled else None
 
 
