@@ -4,6 +4,7 @@ LLM calls go through litellm over HTTP to the scripted model server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -245,3 +246,70 @@ def test_disabled_settings_compile_to_no_long_term_memory():
     assert compiled.states["chat"].long_term is None
     (long_term, extraction) = plan(agent(long_term=MEMORY_ON + EXTRACTION_ON)).states["chat"].long_term
     assert (long_term.enabled, long_term.inject_recent, extraction.model) == (True, 1, "gpt-4o-mini")
+
+
+DURABLE_CHAT = """
+id: durable-memory-chat
+specVersion: '0.8'
+start: chat
+states:
+  - name: chat
+    type: aiagent
+    agentName: concierge
+    aiModel: gpt-4o
+    userMessage: '${ .message }'
+    memory: {memoryId: '${ .session }', maxMessages: 20}
+    longTermMemory: {enabled: true}
+    factExtraction: {enabled: true, model: gpt-4o-mini}
+    output: {schema: {type: object, properties: {response: {type: string}}, required: [response]}}
+    agentOutcomes:
+      - {condition: '${ $agentOutcome.returnValues.response == "Bye." }', finish: true}
+      - {finish: false}
+    end: true
+"""
+
+
+@pytest.mark.slow
+async def test_a_durable_conversation_with_long_term_memory_survives_a_restart(scripted_model, tmp_path: Path):
+    """Memory tool calls and after_turn are recorded steps: after a restart nothing is asked or
+    queued twice, and the third user turn triggers exactly one extraction."""
+    from xflow_runtime.llm import LLMSettings
+    from xflow_runtime.runtime import Runtime
+
+    write = {"name": "memory_write", "arguments": {"title": "Allergy", "content": "Peanuts"}}
+    scripted_model.set_script({
+        "rules": [{"when": {"model": "gpt-4o-mini"}, "reply": {"json": FACTS}}],
+        "replies": [{"tool_calls": [write]}, {"json": {"response": "Noted."}}, {"json": {"response": "Sure."}},
+                    {"json": {"response": "Bye."}}]})
+    workflow = tmp_path / "chat.yaml"
+    workflow.write_text(DURABLE_CHAT)
+    url = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    llm = LLMSettings(api_base=scripted_model.api_base)
+    replies: list[str] = []
+    first = Runtime("durable", database_url=url, llm=llm,
+                    on_history=lambda r: replies.append(r["reply"]) if r.get("event") == "agent_reply" else None)
+    await first.start(first.load(workflow), {"message": "I am allergic to peanuts", "session": "s-1"},
+                      instance_id="lt-chat-1", tenant="acme", user="guest-7")
+    for _ in range(1200):
+        if replies:
+            break
+        await asyncio.sleep(0.05)
+    assert replies == ["Noted."]
+    await first.close()
+
+    second = Runtime("durable", database_url=url, llm=llm)
+    async with second:
+        await second.send_message("lt-chat-1", "What do you know?")
+        await second.send_message("lt-chat-1", "Thanks, bye")
+        output = await second.instance("lt-chat-1").result(timeout=60)
+        lazy = second._services.long_term_memory
+        memory = await lazy.memory()
+        await memory.wait_for_extractions()
+        scope = MemoryScope("acme", "concierge", "guest-7")
+        memories = (await memory.list(scope, kind="memory")).items
+        facts = (await memory.list(scope, kind="fact")).items
+    assert output["response"] == "Bye."
+    agent_calls = [r for r in scripted_model.chat_requests if r.body.get("model") == "gpt-4o"]
+    assert len(agent_calls) == 4, "no LLM call was repeated after the restart"
+    assert [m.content for m in memories] == ["Peanuts"] and [f.content for f in facts] == [FACTS[0]["content"]]
+    assert len(extraction_requests(scripted_model)) == 1

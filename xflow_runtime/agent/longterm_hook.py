@@ -70,7 +70,10 @@ def options_from_llm(llm: Any) -> Any:
     from xflow_runtime.memory.longterm.config import LongTermOptions
 
     settings = getattr(llm if llm is not None else default_client(), "settings", llm)
-    return LongTermOptions(api_base=getattr(settings, "api_base", None), api_key=getattr(settings, "api_key", None))
+    api_base, api_key = getattr(settings, "api_base", None), getattr(settings, "api_key", None)
+    if api_base and not api_key:
+        api_key = "scripted"  # as LLMClient does: an OpenAI-compatible endpoint without auth still needs a key
+    return LongTermOptions(api_base=api_base, api_key=api_key)
 
 
 @dataclass(frozen=True)
