@@ -89,16 +89,19 @@ async def test_a_memory_write_reaches_the_next_system_prompt_which_stays_byte_id
     write = {"name": "memory_write", "arguments": {"title": "Diet", "content": "Vegetarian", "tags": ["food"]}}
     scripted_model.set_script([{"tool_calls": [write]},
                                {"tool_calls": [{"name": "memory_search", "arguments": {"query": "diet"}}]},
+                               {"tool_calls": [{"name": "memory_write",
+                                                "arguments": {"title": "City", "content": "Lyon"}}]},
                                "Noted."])
     result = await run(agent(long_term=MEMORY_ON), scripted_model, {"message": "I am vegetarian"},
                        services=services(memory))
     assert result.status == "completed", result
-    (stored,) = (await memory.list(MemoryScope("acme", "concierge", "guest-7"))).items
-    assert (stored.title, stored.content, stored.tags) == ("Diet", "Vegetarian", ("food",))
-    before, after_write, after_search = system_prompts(scripted_model)
+    stored = {m.title: m for m in (await memory.list(MemoryScope("acme", "concierge", "guest-7"))).items}
+    assert (stored["Diet"].content, stored["Diet"].tags) == ("Vegetarian", ("food",))
+    before, after_write, after_search, after_second_write = system_prompts(scripted_model)
     assert before == "You are the concierge."
     assert after_write.startswith("You are the concierge.\n\n") and "Vegetarian" in after_write
     assert after_search == after_write  # no write in between: the same bytes (cacheable prefix)
+    assert "Lyon" in after_second_write and after_second_write != after_search  # a write changes it
     tool_message = scripted_model.chat_requests[2].messages[-1]
     assert tool_message["role"] == "tool" and "Vegetarian" in tool_message["content"]
 
