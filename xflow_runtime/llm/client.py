@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -79,10 +80,20 @@ def _litellm() -> Any:
         # litellm's import leaves ~370k objects alive for the life of the process; every full
         # garbage collection would walk them again. With many concurrent calls (a high allocation
         # rate) that was a quarter of the CPU (bench/bench_agents.py, specs/llm.md §6). Moving what
-        # is alive now to the permanent generation changes no behaviour: refcounting still frees.
-        gc.freeze()
+        # is alive now to the permanent generation changes no behaviour: refcounting still frees
+        # (only cycles already garbage at this moment stay). XFLOW_GC_FREEZE=0 opts out, for an
+        # embedder that manages the collector itself.
+        if os.environ.get("XFLOW_GC_FREEZE", "1") != "0":
+            gc.freeze()
         _litellm_module = litellm
     return _litellm_module
+
+
+def model_for_endpoint(model: str) -> str:
+    """The litellm model name for a call to one OpenAI-compatible endpoint (``api_base``): the
+    name as written, provider ``openai`` (a ``provider/`` prefix is dropped). Shared with the
+    long-term memory's extraction and embedding calls."""
+    return "openai/" + model.split("/", 1)[-1]
 
 
 class LLMClient:
@@ -116,7 +127,7 @@ class LLMClient:
         kwargs: dict[str, Any] = {**target.params, **self.settings.extra_params}
         base = target.base_url
         if self.settings.api_base:
-            model = "openai/" + model.split("/", 1)[-1]
+            model = model_for_endpoint(model)
             base = self.settings.api_base
             api_key = self.settings.api_key or api_key or "scripted"
         if base:
