@@ -68,10 +68,14 @@ class Embedder:
         litellm.suppress_debug_info = True
         # one quick attempt: a failure degrades to keyword search instead of stalling the turn
         kwargs: dict[str, Any] = {"max_retries": 0, **self.options.extra_params}
-        if self.options.api_base:
+        model = self.options.embedding_model
+        if self.options.api_base:  # one OpenAI-compatible endpoint: the agent's client's rule
+            from xflow_runtime.llm.client import model_for_endpoint
+
             kwargs["api_base"] = self.options.api_base
+            model = model_for_endpoint(model)
         if self.options.api_key:
             kwargs["api_key"] = self.options.api_key
         if self.options.embedding_dimensions:
             kwargs["dimensions"] = self.options.embedding_dimensions
-        return await litellm.aembedding(model=self.options.embedding_model, input=texts, **kwargs)
+        return await litellm.aembedding(model=model, input=texts, **kwargs)

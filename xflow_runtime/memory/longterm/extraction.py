@@ -150,13 +150,17 @@ class ExtractionRunner:
         import litellm
 
         litellm.suppress_debug_info = True
+        from xflow_runtime.llm.client import model_for_endpoint
+
         kwargs: dict[str, Any] = dict(self._options.extra_params)
-        if self._options.api_base:
+        model = job.model
+        if self._options.api_base:  # one OpenAI-compatible endpoint: the agent's client's rule
             kwargs["api_base"] = self._options.api_base
+            model = model_for_endpoint(model)
         if self._options.api_key:
             kwargs["api_key"] = self._options.api_key
         response = await litellm.acompletion(
-            model=job.model, messages=extraction_messages(job.messages, self._today()), max_retries=0,
+            model=model, messages=extraction_messages(job.messages, self._today()), max_retries=0,
             timeout=self._options.extraction_timeout_s, temperature=0, **kwargs)
         return parse_facts(response.choices[0].message.content)
 
