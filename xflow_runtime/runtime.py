@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
     from xflow_runtime.functions.context import HttpSettings
     from xflow_runtime.llm.client import LLMClient, LLMSettings
+    from xflow_runtime.memory.longterm import LongTermOptions
     from xflow_runtime.plan.states import WorkflowPlan
 
 EngineName = Literal["inprocess", "durable"]
@@ -50,6 +51,11 @@ class Runtime:
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
     state needs it, at :func:`~xflow_runtime.runtime_memory.chat_memory_url` of its database
     (``chat_memory="URL"`` overrides, ``chat_memory=False`` keeps histories in the instance).
+    Long-term memory (``longTermMemory`` / ``factExtraction`` states) lives in the same database,
+    opened when the first such state runs; opening it resumes, in the background, the extraction
+    jobs an earlier process left unfinished. ``long_term`` configures it
+    (:class:`~xflow_runtime.memory.longterm.LongTermOptions`: embedding model, dedup threshold,
+    search and retry tuning); its ``api_base``/``api_key``, when unset, come from ``llm``.
 
     A durable runtime owns DBOS, a process-wide singleton: one durable runtime per process.
     ``executor_id`` decides which crashed instances it recovers when it opens: the default
@@ -65,7 +71,8 @@ class Runtime:
                  workflows: Iterable["WorkflowPlan | str | Path"] = (),
                  http: "HttpSettings | None" = None,
                  llm: "LLMSettings | LLMClient | None" = None,
-                 chat_memory: str | bool | None = None) -> None:
+                 chat_memory: str | bool | None = None,
+                 long_term: "LongTermOptions | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -77,6 +84,7 @@ class Runtime:
         self.executor_id = executor_id
         self.http = http
         self.llm = _llm_client(llm)
+        self.long_term_options = _long_term_options(long_term)
         self.chat_memory_url: str | None = None
         if isinstance(chat_memory, str):
             self.chat_memory_url = chat_memory
@@ -308,6 +316,17 @@ def _llm_client(llm: "LLMSettings | LLMClient | None") -> "LLMClient | None":
     from xflow_runtime.llm.client import LLMClient, LLMSettings
 
     return LLMClient(llm) if isinstance(llm, LLMSettings) else llm
+
+
+def _long_term_options(options: "LongTermOptions | None") -> "LongTermOptions | None":
+    """Checked here, so a wrong value fails at construction, not when the first agent runs."""
+    if options is None:
+        return None
+    from xflow_runtime.memory.longterm import LongTermOptions
+
+    if not isinstance(options, LongTermOptions):
+        raise TypeError(f"long_term must be a LongTermOptions, not {type(options).__name__}")
+    return options
 
 
 async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:

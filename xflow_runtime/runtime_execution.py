@@ -51,8 +51,7 @@ class Services:
         if url is not None:
             from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
 
-            self.long_term_memory = LazyLongTermMemory(url, getattr(runtime, "long_term_options", None),
-                                                       llm=runtime.llm)
+            self.long_term_memory = LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
 
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))

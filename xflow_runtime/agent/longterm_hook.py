@@ -22,25 +22,33 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from xflow_runtime.errors import WorkflowError
 
+_log = logging.getLogger("xflow_runtime.agent")
 SERVICE = "long_term_memory"
 NOT_CONFIGURED = "LongTermMemoryUnavailable"
 
 
 class LazyLongTermMemory:
     """The runtime's one long-term memory, opened (and migrated, off the event loop) when the
-    first state that enables it runs; on the chat-memory database, so an erasure covers both."""
+    first state that enables it runs; on the chat-memory database, so an erasure covers both.
+
+    Opening also resumes, in a background task, the extraction jobs of that database that an
+    earlier process left pending or running (a crash between queueing and finishing): failures
+    are logged, never raised into an instance; :meth:`aclose` stops the task (an unfinished job
+    stays in the queue for the next process)."""
 
     def __init__(self, url: str, options: Any = None, *, llm: Any = None) -> None:
         self.url = url
-        self.options = options  # LongTermOptions; None: from ``llm`` when opened (see options_from_llm)
+        self.options = options  # LongTermOptions; its endpoint, when unset, from ``llm`` (options_from_llm)
         self.llm = llm
         self._memory: Any = None
         self._opening = asyncio.Lock()
+        self._resuming: asyncio.Task[None] | None = None
 
     @property
     def opened(self) -> bool:
@@ -52,28 +60,57 @@ class LazyLongTermMemory:
                 if self._memory is None:
                     from xflow_runtime.memory.longterm import LongTermMemory
 
-                    options = self.options if self.options is not None else options_from_llm(self.llm)
-                    self._memory = await asyncio.to_thread(LongTermMemory.open, self.url, options)
+                    options = options_from_llm(self.llm, self.options)
+                    memory = await asyncio.to_thread(LongTermMemory.open, self.url, options)
+                    self._resuming = asyncio.get_running_loop().create_task(
+                        _resume_extractions(memory), name="xflow-resume-fact-extraction")
+                    self._memory = memory
         return self._memory
 
     async def aclose(self) -> None:
+        resuming, self._resuming = self._resuming, None
+        if resuming is not None and not resuming.done():
+            loop = resuming.get_loop()
+            if loop is asyncio.get_running_loop():
+                resuming.cancel()
+                await asyncio.gather(resuming, return_exceptions=True)
+            elif not loop.is_closed():  # opened by a durable instance, on DBOS's loop
+                loop.call_soon_threadsafe(resuming.cancel)
         memory, self._memory = self._memory, None
         if memory is not None:
             await memory.aclose()
 
 
-def options_from_llm(llm: Any) -> Any:
-    """Long-term memory options for a runtime: extraction calls use the runtime's LLM endpoint
-    (``api_base``/``api_key`` of its :class:`~xflow_runtime.llm.LLMSettings`); no embedding model
-    (keyword search) unless the runtime is given :class:`LongTermOptions` itself."""
+async def _resume_extractions(memory: Any) -> None:
+    try:
+        resumed = await memory.run_pending_extractions()
+    except Exception:  # a broken queue must not break the instance that opened the memory
+        _log.exception("resuming pending fact extraction jobs failed")
+        return
+    if resumed:
+        _log.info("resumed %d fact extraction job(s) left by an earlier process", resumed)
+
+
+def options_from_llm(llm: Any, options: Any = None) -> Any:
+    """Long-term memory options for a runtime: ``options`` (a ``LongTermOptions``, default
+    keyword search only) with the runtime's LLM endpoint (``api_base``/``api_key`` of its
+    :class:`~xflow_runtime.llm.LLMSettings`) filled in when ``options`` names none, so embedding
+    and extraction calls go where the agent's calls go."""
+    from dataclasses import replace
+
     from xflow_runtime.llm.client import default_client
     from xflow_runtime.memory.longterm.config import LongTermOptions
 
+    options = options if options is not None else LongTermOptions()
+    if options.api_base:
+        return options
     settings = getattr(llm if llm is not None else default_client(), "settings", llm)
     api_base, api_key = getattr(settings, "api_base", None), getattr(settings, "api_key", None)
-    if api_base and not api_key:
+    if not api_base:
+        return options
+    if not api_key:
         api_key = "scripted"  # as LLMClient does: an OpenAI-compatible endpoint without auth still needs a key
-    return LongTermOptions(api_base=api_base, api_key=api_key)
+    return replace(options, api_base=api_base, api_key=options.api_key or api_key)
 
 
 @dataclass(frozen=True)

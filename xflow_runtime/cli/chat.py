@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from xflow_runtime.cli.run import add_identity_options
+from xflow_runtime.cli.run import add_embedding_option, add_identity_options
 from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
 
 QUIT = "/quit"
@@ -43,6 +43,7 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--db", metavar="URL", default=None,
                         help="where chat memory lives (default $XFLOW_DATABASE_URL, else ./.xflow/xflow.db)")
     parser.add_argument("--ephemeral", action="store_true", help="keep the history in the instance only")
+    add_embedding_option(parser)
     add_identity_options(parser)
     parser.set_defaults(handler=chat_command)
 
@@ -50,7 +51,7 @@ def register(subparsers: Any, name: str) -> None:
 def chat_command(args: Any) -> int:
     from contextlib import nullcontext
 
-    from xflow_runtime.cli.run import read_input, read_secrets
+    from xflow_runtime.cli.run import long_term_options, read_input, read_secrets
     from xflow_runtime.runtime_memory import chat_memory_url
 
     try:
@@ -62,6 +63,7 @@ def chat_command(args: Any) -> int:
         secrets = read_secrets(args.secret, None)
         options: dict[str, Any] = {"chat_memory": False if args.ephemeral else chat_memory_url(args.db),
                                    "workflows": [Path(file) for file in args.workflows]}
+        options.update(long_term_options(args))
         identity = {"tenant": args.tenant, "user": args.user}
         if args.llm_script:
             from xflow_runtime.llm.scripted import scripted_llm

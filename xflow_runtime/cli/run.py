@@ -67,9 +67,28 @@ def add_instance_options(parser: argparse.ArgumentParser) -> None:
                              "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/); chat memory "
                              "lives in the same PostgreSQL database or in xflow.db next to the SQLite "
                              "file (with --ephemeral, only when --db is given)")
+    add_embedding_option(parser)
     parser.add_argument("--events-out", metavar="FILE",
                         help="append produced CloudEvents as JSON lines to FILE (default stderr)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def add_embedding_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embedding-model", metavar="MODEL", default=None,
+                        help="embedding model of long-term memory (litellm name; default: none, "
+                             "memory_search runs on keywords only)")
+
+
+def long_term_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``Runtime(long_term=…)`` from ``--embedding-model`` (nothing imported without it)."""
+    model = getattr(args, "embedding_model", None)
+    if model is None:
+        return {}
+    if not model.strip():
+        raise UsageError("--embedding-model needs a model name")
+    from xflow_runtime.memory.longterm import LongTermOptions
+
+    return {"long_term": LongTermOptions(embedding_model=model.strip())}
 
 
 def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, Any]:
@@ -87,6 +106,7 @@ def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, A
         # A CLI process recovers nothing at launch (it could steal a live instance of another
         # process); crashed instances are resumed explicitly with ``xflow resume``.
         options["executor_id"] = f"cli-{uuid.uuid4().hex[:12]}"
+    options.update(long_term_options(args))
     if not args.quiet and sys.stderr.isatty():
         options["on_history"] = ProgressPrinter(sys.stderr)
     return options
