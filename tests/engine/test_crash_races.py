@@ -105,6 +105,10 @@ def timer_workflow(losing: str) -> dict[str, Any]:
 
 
 TIMER_PATH = ["T0", "T1", "T1Caught", "T2", "T3", "T3Caught", "T4", "T5"]
+#: T3's fast action (0.02 s) runs again if a kill comes before it is recorded, and by then T3's
+#: timer may have expired (it keeps its deadline across the restart): the timer may cancel it. Its
+#: result is dropped either way (a parallel action's result merges only when all succeed).
+T3_FAST = frozenset({500})
 
 
 def foreach_workflow() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -397,7 +401,7 @@ def test_an_at_least_quorum_replays_with_the_same_winners(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_timers_that_won_or_lost_replay_the_same_way(tmp_path: Path) -> None:
     reference_log, expected = check_scenario(tmp_path, timer_workflow(losing="PT30S"), {}, TIMER_PATH,
-                                             seed=2026, kills=4)
+                                             seed=2026, kills=4, undecided=T3_FAST)
     assert sorted(expected["r"]) == ["c100", "c300", "c400", "c600", "c700", "c800"]
     assert {line.n for line in read_log(reference_log) if line.event == "cancelled"} == {200, 510}
 
