@@ -438,7 +438,6 @@ def test_event_waits_keep_their_outcome_when_resumed_after_their_deadlines(tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="waiting for the deterministic replay rewrite")
 def test_timers_racing_in_concurrent_iterations_keep_their_outcome(tmp_path: Path) -> None:
     """Killed once every race is decided (during the last call), resumed at once; killed again
     during the replayed last call and resumed after the iterations' deadlines passed."""

@@ -73,7 +73,8 @@ async def test_steps_are_recorded_in_order_with_their_results(launch, database_u
     await engine.start("steps", {"n": 4})
     assert await engine.result("steps") == [0, 1, 4, 9]
     steps = await engine.steps("steps")
-    assert [s["function_name"] for s in steps] == ["step-0", "step-1", "step-2", "step-3"]
+    # Each name carries the call's place: its scope (the root, "") and its number in that scope.
+    assert [s["function_name"] for s in steps] == ["step-0 @#0", "step-1 @#1", "step-2 @#2", "step-3 @#3"]
     assert [s["output"] for s in steps] == [0, 1, 4, 9]
 
 
@@ -162,7 +163,7 @@ async def test_a_durable_sleep_keeps_its_wake_up_time_across_a_restart(launch, d
     assert time.time() - started >= 1.0
     names = [s["function_name"] for s in await engine.steps("sleeper")]
     # One clock reading (the wake-up time, reused by the recovery) and one fired timer.
-    assert names == ["xflow.timer#1", "xflow.sleep"]
+    assert names == ["xflow.timer @#0", "xflow.sleep @#0"]
 
 
 async def test_now_and_new_id_are_recorded(launch, database_url) -> None:

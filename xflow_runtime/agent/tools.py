@@ -9,7 +9,7 @@ itself, instead of failing the state (``specs/agent.md``, "Tools"):
 - the function fails → ``{"error": {"code", "message"}}``;
 - its result breaks the tool's ``output`` schema → ``{"error": …}``.
 
-The calls of one reply run concurrently (``asyncio.gather``); each function call is its own
+The calls of one reply run concurrently (each in its own scope); each function call is its own
 recorded step named ``<scope>/tool:<n>:<tool name>``.
 """
 
@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from xflow_runtime.engine.scopes import start_tasks
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.plan.agent import AIAgentState
@@ -54,10 +55,11 @@ async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str
                              first_number: int, memory: Any = None) -> list[ToolRun]:
     """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
     ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools."""
-    return list(await asyncio.gather(*(
+    _, tasks = start_tasks([
         _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}", memory)
         for index, call in enumerate(calls)
-    )))
+    ])
+    return list(await asyncio.gather(*tasks))
 
 
 def refused(call: dict[str, Any], reason: str) -> ToolRun:

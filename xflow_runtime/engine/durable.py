@@ -47,7 +47,18 @@ from xflow_runtime.engine.durable_names import (
     WORKFLOW_NAME,
     FOREVER_SECONDS,
 )
-from xflow_runtime.engine.durable_replay import HISTORY_STEP, RECEIVE, ReplayOrder
+from xflow_runtime.engine.durable_replay import (
+    CANCELLED,
+    HISTORY_STEP,
+    OUTCOME,
+    RECEIVE,
+    TIMER_CLOCK,
+    TIMER_WAIT,
+    Call,
+    ReplayOrder,
+    call_name,
+)
+from xflow_runtime.engine.scopes import current_scope, enter_root
 from xflow_runtime.errors import WorkflowError, XFlowError
 
 if TYPE_CHECKING:
@@ -63,9 +74,6 @@ _body: InstanceBody | None = None
 #: Pending history records that make the next effect flush them first (one write per batch).
 HISTORY_BATCH = 32
 
-#: Name of a timer's clock reading (distinct from ``now()``, so the two are never confused).
-TIMER_CLOCK = "xflow.timer"
-
 #: How often a caller waiting for an instance's result re-reads its status.
 RESULT_POLLING_SECONDS = 0.02
 
@@ -77,8 +85,11 @@ class DurableEngineError(XFlowError):
 class DurablePort:
     """The engine port inside one running DBOS workflow (one instance).
 
-    Every call first takes its turn in the recorded order (:class:`ReplayOrder`: a no-op unless the
-    instance is replaying after a restart), then draws the DBOS operation numbers it needs.
+    Every call is named after its scope (:mod:`.scopes`) and first takes its turn in the recorded
+    order (:class:`ReplayOrder`: a no-op unless the instance is replaying after a restart), then
+    draws the DBOS operation numbers it needs. A call cancelled in flight because a race was
+    decided leaves a marker naming the numbers it drew, so a replay knows they were drawn (and by
+    whom) although nothing completed at them.
 
     ``history`` (the interpreter's observer buffer) is stored as batches, each written by a step
     named ``xflow.history``: before the instance blocks (sleep, event wait), at its end, and before
@@ -92,11 +103,11 @@ class DurablePort:
         self.instance_id = instance_id
         self.history = history
         self.order = order or ReplayOrder(instance_id, None)
-        self._timers = 0
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
-        await self._take_turn(name)
-        slot = DBOS.reserve_step()
+        call = _call(name)
+        await self._take_turn(call)
+        slot = self._reserve()
 
         async def step() -> T:
             try:
@@ -104,27 +115,26 @@ class DurablePort:
             except Exception as error:  # recorded by DBOS, so it must survive pickling
                 raise _picklable(error) from None
 
-        return await slot.run_async({"name": name}, step)
+        try:
+            return await slot.run_async({"name": call.name}, step)
+        except asyncio.CancelledError:
+            await self._note_cancelled(call, [slot.step_id])
+            raise
 
     async def sleep(self, seconds: float) -> None:
         """A durable timer that records whether it *fired*.
 
-        The interpreter races timers against work (state and action timeouts). A plain DBOS
-        sleep records only its wake-up time, so after a restart past that time a replayed timer
-        would fire at once and beat the replay of work that won the first time. Here the wake-up
-        time is a recorded clock reading plus ``seconds``, and the waiting is a step recorded only
-        when the timer fires: a recorded timer fires at once on replay (it fired then); an
-        unrecorded one first waits until the replay has caught up with everything recorded (so
-        work that won the race the first time wins it again).
+        The wake-up time is a recorded clock reading plus ``seconds``; the waiting is a step
+        recorded only when the timer fires. A recorded timer fires at once on replay (it fired
+        then); an unrecorded one first waits until the replay has caught up with everything
+        recorded (so work that won the race the first time wins it again), then for the rest of
+        its time.
         """
         if seconds <= 0:
             return
-        # Timers are numbered as they start, so a replay never gives one timer another's clock.
-        self._timers += 1
-        clock = f"{TIMER_CLOCK}#{self._timers}"
-        await self._take_turn(clock, blocking=True)
-        clock_slot, timer_slot = DBOS.reserve_step(), DBOS.reserve_step()
-        wake_at = await clock_slot.run_async({"name": clock}, _read_clock) + seconds
+        call = _call(TIMER_CLOCK)
+        await self._take_turn(call, blocking=True)
+        clock_slot, timer_slot = self._reserve(), self._reserve()
         order = self.order
 
         async def wait_until_wake() -> None:
@@ -133,30 +143,65 @@ class DurablePort:
             if remaining > 0:
                 await asyncio.sleep(remaining)
 
-        await timer_slot.run_async({"name": "xflow.sleep"}, wait_until_wake)
+        try:
+            wake_at = await clock_slot.run_async({"name": call.name}, _read_clock) + seconds
+            await timer_slot.run_async({"name": call.named(TIMER_WAIT)}, wait_until_wake)
+        except asyncio.CancelledError:
+            await self._note_cancelled(call, [clock_slot.step_id, timer_slot.step_id])
+            raise
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
-        await self._take_turn(RECEIVE, blocking=True)
+        call = _call(f"{RECEIVE}:{topic}")
+        await self._take_turn(call, blocking=True)
+        # The marker names the two numbers DBOS.recv draws right after it (nothing runs between
+        # reserving it and calling recv); it is written alongside the wait.
+        marker = self._reserve()
+        written = asyncio.ensure_future(marker.run_async({"name": call.name}, _nothing))
         # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
-        message = await DBOS.recv_async(topic, timeout_seconds=seconds)
+        receiving = DBOS.recv_async(topic, timeout_seconds=seconds)
+        try:
+            message = await receiving
+        except asyncio.CancelledError:
+            await _settle(written)
+            first = marker.step_id
+            await self._note_cancelled(call, [first, first + 1, first + 2])
+            raise
+        await _settle(written)
         if message is None:
             return None
         return message[EVENT_ENVELOPE_KEY]
 
     async def now(self) -> float:
-        await self._take_turn("xflow.now")
-        return await DBOS.reserve_step().run_async({"name": "xflow.now"}, _read_clock)
+        call = _call("xflow.now")
+        await self._take_turn(call)
+        return await self._reserve().run_async({"name": call.name}, _read_clock)
 
     async def new_id(self) -> str:
-        await self._take_turn("xflow.new_id")
-        return await DBOS.reserve_step().run_async({"name": "xflow.new_id"}, _draw_id)
+        call = _call("xflow.new_id")
+        await self._take_turn(call)
+        return await self._reserve().run_async({"name": call.name}, _draw_id)
+
+    async def recorded_outcome(self, key: str) -> str | None:
+        await self.order.load()
+        return self.order.outcome(key)
+
+    async def record_outcome(self, key: str, outcome: str) -> None:
+        path, _, number = key.rpartition("#")
+        name = call_name(f"{OUTCOME}:{outcome}", path, number)
+        await self._take_turn_named(name, None)
+        await self._reserve().run_async({"name": name}, _nothing)
 
     async def flush(self) -> None:
         """Store the pending history records (at the end of the instance)."""
-        await self._take_turn(HISTORY_STEP, blocking=True, flush_only=True)
+        await self._take_turn(None, blocking=True, flush_only=True)
 
-    async def _take_turn(self, name: str, *, blocking: bool = False, flush_only: bool = False) -> None:
+    def _reserve(self) -> Any:
+        slot = DBOS.reserve_step()
+        self.order.notify()
+        return slot
+
+    async def _take_turn(self, call: Call | None, *, blocking: bool = False, flush_only: bool = False) -> None:
         order = self.order
         await order.load()
         if not order.replaying:
@@ -169,7 +214,12 @@ class DurablePort:
             while order.expected() == HISTORY_STEP:
                 await self._store_history()
             return
-        await order.turn(name, self._store_history)
+        assert call is not None
+        await order.turn(call.name, call, self._store_history)
+
+    async def _take_turn_named(self, name: str, call: Call | None) -> None:
+        await self.order.load()
+        await self.order.turn(name, call, self._store_history)
 
     async def _store_history(self) -> None:
         batch = self.history.drain() if self.history is not None else []
@@ -178,7 +228,46 @@ class DurablePort:
             if batch:  # from inside the step: DBOS keys it by instance + offset
                 await DBOS.write_stream_async(HISTORY_STREAM, batch)
 
-        await DBOS.reserve_step().run_async({"name": HISTORY_STEP}, write)
+        slot = self._reserve()
+        try:
+            await slot.run_async({"name": HISTORY_STEP}, write)
+        except asyncio.CancelledError:
+            await self._note_cancelled(None, [slot.step_id])
+            raise
+
+    async def _note_cancelled(self, call: Call | None, numbers: list[int]) -> None:
+        """After a call was cancelled in flight: if a decided race cancelled it (not a shutdown),
+        and it drew numbers beyond the recording, write a marker naming them."""
+        scope = current_scope()
+        if not scope.cancelled_by_decision or self.order.replaying:
+            return
+        if all(self.order.is_recorded(number) for number in numbers):
+            return
+        place = "-" if call is None else str(call.number)
+        drawn = ",".join(str(number) for number in numbers)
+        name = call_name(f"{CANCELLED}:{drawn}:{place}", scope.path, scope.take())
+        written = asyncio.ensure_future(self._reserve().run_async({"name": name}, _nothing))
+        await _settle(written)
+
+
+def _call(base: str) -> Call:
+    scope = current_scope()
+    return Call(base, scope.path, scope.take())
+
+
+async def _settle(task: "asyncio.Future[Any]") -> None:
+    """Wait for ``task`` even if the caller is cancelled meanwhile (it records something)."""
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+    if not task.cancelled():
+        task.exception()  # retrieved: a failed marker write is not worth a warning at exit
+
+
+async def _nothing() -> None:
+    return None
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -187,7 +276,8 @@ async def _instance_workflow(request: dict[str, Any]) -> Any:
         raise DurableEngineError("no xflow runtime is attached to the durable engine in this process")
     instance_id = DBOS.workflow_id
     assert instance_id is not None
-    order = ReplayOrder(instance_id, get_local_dbos_context())
+    root = enter_root()
+    order = ReplayOrder(instance_id, get_local_dbos_context(), root)
     return await _body(request, DurablePort(instance_id, order=order))
 
 

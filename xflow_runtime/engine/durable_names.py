@@ -12,7 +12,7 @@ from __future__ import annotations
 #: to the version of the *replay contract* (which engine calls an instance makes, in which
 #: order). Bump it only when an upgrade changes that sequence incompatibly; instances recorded
 #: under the old value must then be finished with the old release.
-APPLICATION_VERSION = "xflow-durable-1"
+APPLICATION_VERSION = "xflow-durable-2"
 
 #: The name under which the one xflow workflow function is registered with DBOS.
 WORKFLOW_NAME = "xflow.instance"

@@ -41,3 +41,21 @@ class EnginePort(Protocol):
     async def new_id(self) -> str:
         """A fresh unique id (recorded, so replays see the same value)."""
         ...
+
+
+@runtime_checkable
+class OutcomeJournal(Protocol):
+    """Optional for a port: remembers how races were decided, so a replay decides them alike.
+
+    ``key`` names a group of concurrently started tasks (:func:`~xflow_runtime.engine.scopes.start_tasks`);
+    an outcome is a short string (``"work"``, ``"timer"``, ``"won:0,2"``, ``"failed:1"``). A port
+    without a journal (the in-process engine) races again on every run, which is all it needs.
+    """
+
+    async def recorded_outcome(self, key: str) -> str | None:
+        """The outcome recorded for ``key`` by an earlier run of this instance, if any."""
+        ...
+
+    async def record_outcome(self, key: str, outcome: str) -> None:
+        """Record ``outcome`` for ``key`` (a replay passes the outcome it found recorded)."""
+        ...

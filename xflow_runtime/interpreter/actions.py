@@ -37,7 +37,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
     the same snapshot; results are merged in definition order once all have finished.
     """
     if mode == "parallel" and len(actions) > 1:
-        results = await all_of([perform(run, action, data, f"{scope}/{i}", timeouts)
+        results = await all_of(run.port, [perform(run, action, data, f"{scope}/{i}", timeouts)
                                 for i, action in enumerate(actions)])
         for action, result in zip(actions, results):
             if result is not SKIPPED:

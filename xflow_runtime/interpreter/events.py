@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.engine.scopes import cancel_decided, start_named_task
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.plan.model import EventDef
@@ -25,12 +26,18 @@ EVENT_TOPIC = "cloudevents"
 
 
 class Inbox:
-    """Undelivered events of one instance (shared with its sync subflows)."""
+    """Undelivered events of one instance (shared with its sync subflows).
+
+    One task, the *pump*, reads the port's event topic for the whole instance and buffers what
+    arrives; states wait for a matching event on the buffer (with their own timers). A single
+    reader in a scope of its own keeps the instance's engine calls the same in every run, however
+    many states wait at once (``engine/scopes.py``). The pump starts at the first wait and stops
+    when the instance ends (:meth:`close`)."""
 
     def __init__(self, port: EnginePort):
         self._port = port
         self._buffer: list[dict[str, Any]] = []
-        self._pulling = False
+        self._pump: asyncio.Task[None] | None = None
         self._changed: asyncio.Future[None] | None = None
 
     async def receive(self, definitions: Sequence[EventDef], timeout: float | None,
@@ -45,22 +52,30 @@ class Inbox:
             remaining = None if deadline is None else deadline - await self._port.now()
             if remaining is not None and remaining <= 0:
                 return None
-            if self._pulling:  # another waiter reads the port; wake when it brings something
-                try:
-                    await within(self._port, remaining, asyncio.shield(self._signal()), "event wait")
-                except Failure:
-                    return None
-                continue
-            self._pulling = True
+            if self._pump is None:
+                self._pump = start_named_task(self._pumping(), "inbox")
             try:
-                message = await self._port.wait_event(EVENT_TOPIC, remaining)
-            finally:
-                self._pulling = False
-                self._notify()
-            if message is None:
+                await within(self._port, remaining, asyncio.shield(self._signal()), "event wait")
+            except Failure:
                 return None
+
+    async def close(self) -> None:
+        """Stop reading events (the instance has ended)."""
+        if self._pump is not None:
+            await cancel_decided((self._pump,))
+
+    def abandon(self) -> None:
+        """Stop reading events because the run itself is being stopped (not a decision of the
+        instance: nothing is recorded)."""
+        if self._pump is not None:
+            self._pump.cancel()
+
+    async def _pumping(self) -> None:
+        while True:
+            message = await self._port.wait_event(EVENT_TOPIC, None)
             if isinstance(message, dict):
                 self._buffer.append(message)
+            self._notify()
 
     def _take(self, definitions: Sequence[EventDef], correlation: dict[str, Any]):
         for index, event in enumerate(self._buffer):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.engine.scopes import cancel_decided, start_tasks
+from xflow_runtime.interpreter.concurrency import TIMER, WORK, record_outcome, recorded_outcome
 from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox
 from xflow_runtime.interpreter.failures import TIMEOUT, Failure
@@ -56,6 +58,17 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
     context = context or ExecutionContext()
     instance_id = context.instance_id or await port.new_id()
     inbox = Inbox(port)
+    try:
+        result = await _follow_continuations(plan, input, port, context, instance_id, inbox)
+    except BaseException:
+        inbox.abandon()
+        raise
+    await inbox.close()
+    return result
+
+
+async def _follow_continuations(plan: WorkflowPlan, input: Any, port: EnginePort, context: ExecutionContext,
+                                instance_id: str, inbox: Inbox) -> ExecutionResult:
     produced: list[dict[str, Any]] = []
     continuation = 0
     while True:
@@ -154,27 +167,34 @@ class _TimedOut(Exception):
 
 async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTimeout) -> Any:
     """``workflowExecTimeout``: interrupt the current state (``interrupt: true``) or stop at the next
-    state boundary (``interrupt: false``), run ``runBefore`` on the latest data, fail with ``timeout``."""
+    state boundary (``interrupt: false``), run ``runBefore`` on the latest data, fail with ``timeout``.
+    Which came first, the end or the deadline, is a recorded outcome (see ``concurrency``)."""
     kept: list[tuple[Any, End]] = []
-    main = asyncio.ensure_future(_keep_active(run, data, kept) if run.plan.keep_active
-                                 else run.run_states(run.plan.start, data))
-    timer = asyncio.ensure_future(run.port.sleep(timeout.duration))
+    body = (_keep_active(run, data, kept) if run.plan.keep_active
+            else run.run_states(run.plan.start, data))
+    key, (main, timer) = start_tasks([body, run.port.sleep(timeout.duration)], (WORK, TIMER))
     try:
-        await asyncio.wait((main, timer), return_when=asyncio.FIRST_COMPLETED)
-        if main.done():
-            timer.cancel()
+        outcome = await recorded_outcome(run.port, key)
+        if outcome == WORK:
+            await asyncio.wait((main,))
+        elif outcome is None:
+            await asyncio.wait((main, timer), return_when=asyncio.FIRST_COMPLETED)
+            outcome = WORK if main.done() else TIMER
+        await record_outcome(run.port, key, outcome)  # a replay records it again, in its place
+        if outcome == WORK:
+            await cancel_decided((timer,))
             return main.result()
         if kept:  # keepActive: the deadline is the normal end of an instance with no active path
-            main.cancel()
-            await asyncio.gather(main, return_exceptions=True)
+            await cancel_decided((main, timer))
             output, end = kept[0]
             if timeout.run_before is not None:
                 output, _ = await run.run_states(timeout.run_before, output, compensating=True)
             return output, end
         if timeout.interrupt:
-            main.cancel()
-            await asyncio.gather(main, return_exceptions=True)
+            await cancel_decided((main, timer))
         else:
+            # Replays stop at the first boundary they reach after the recorded deadline, which
+            # may come earlier than it did live (documented in specs/durability.md).
             run.stop_requested = True
             await asyncio.wait((main,))
             error = main.exception()
@@ -183,8 +203,9 @@ async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTime
             if not isinstance(error, StopRequested):
                 raise error
     except asyncio.CancelledError:
-        main.cancel()
-        timer.cancel()
+        for task in (main, timer):
+            task.cancel()
+        await asyncio.gather(main, timer, return_exceptions=True)
         raise
     latest = run.data
     if timeout.run_before is not None:

@@ -14,6 +14,7 @@ import copy
 from typing import Any, Coroutine
 
 from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.interpreter.actions import run_actions
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.context import ExecutionContext
@@ -177,7 +178,7 @@ class Instance:
 
     def spawn(self, coroutine: Coroutine[Any, Any, Any], *, detached: bool = False) -> None:
         """Start fire-and-forget work; it is cancelled when the instance ends unless ``detached``."""
-        task = asyncio.ensure_future(coroutine)
+        _, (task,) = start_tasks([coroutine], ("async",))
         (self.context.detached if detached else self.children).append(task)
 
     async def run_subflow(self, ref: SubFlowRef, data: Any, step: str) -> Any:
@@ -200,11 +201,7 @@ class Instance:
 
     async def close(self) -> None:
         """Cancel unfinished async work started with ``onParentComplete: terminate``."""
-        tasks = [task for task in self.children if not task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_decided(self.children)  # the instance's end decides it, in every run
 
 
 async def _deliver(sink: Any, event: dict[str, Any]) -> None:

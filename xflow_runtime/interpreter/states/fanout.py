@@ -23,10 +23,10 @@ async def parallel(state: ParallelState, data: Any, run: "Instance", scope: str)
     is merged back in branch order. ``atLeast`` cancels the branches still running at the quorum."""
     branches = [_branch(run, branch, data, f"{scope}/b{i}") for i, branch in enumerate(state.branches)]
     if state.completion_type == "atLeast":
-        finished = await at_least(branches, state.num_completed)
+        finished = await at_least(run.port, branches, state.num_completed)
         results = [result for _, result in finished]
     else:
-        results = await all_of(branches)
+        results = await all_of(run.port, branches)
     for result in results:
         data = merge(data, result)
     return data, None
@@ -52,9 +52,9 @@ async def foreach(state: ForEachState, data: Any, run: "Instance", scope: str) -
     iterations = [_iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
     if state.batch_size is not None and state.batch_size < len(iterations):
         gate = asyncio.Semaphore(state.batch_size)
-        results = await all_of([_gated(gate, iteration) for iteration in iterations])
+        results = await all_of(run.port, [_gated(gate, iteration) for iteration in iterations])
     else:
-        results = await all_of(iterations)
+        results = await all_of(run.port, iterations)
     return _collect(state, data, results, variables), None
 
 
