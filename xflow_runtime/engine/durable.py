@@ -26,6 +26,7 @@ Importing this module imports DBOS: only the durable paths import it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -145,10 +146,12 @@ class DurablePort:
 
         try:
             wake_at = await clock_slot.run_async({"name": call.name}, _read_clock) + seconds
-            await timer_slot.run_async({"name": call.named(TIMER_WAIT)}, wait_until_wake)
         except asyncio.CancelledError:
             await self._note_cancelled(call, [clock_slot.step_id, timer_slot.step_id])
             raise
+        # Once the clock reading is recorded, it names the wait's number too: a cancelled wait
+        # needs no marker (the common case: the work won).
+        await timer_slot.run_async({"name": call.named(TIMER_WAIT)}, wait_until_wake)
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
         call = _call(f"{RECEIVE}:{topic}")
@@ -163,9 +166,11 @@ class DurablePort:
         try:
             message = await receiving
         except asyncio.CancelledError:
-            await _settle(written)
-            first = marker.step_id
-            await self._note_cancelled(call, [first, first + 1, first + 2])
+            with contextlib.suppress(asyncio.CancelledError):  # the first cancellation is raised below
+                await _settle(written)
+            if written.cancelled() or written.exception() is not None:  # else the marker names them
+                first = marker.step_id
+                await self._note_cancelled(call, [first, first + 1, first + 2])
             raise
         await _settle(written)
         if message is None:
@@ -247,7 +252,8 @@ class DurablePort:
         drawn = ",".join(str(number) for number in numbers)
         name = call_name(f"{CANCELLED}:{drawn}:{place}", scope.path, scope.take())
         written = asyncio.ensure_future(self._reserve().run_async({"name": name}, _nothing))
-        await _settle(written)
+        with contextlib.suppress(asyncio.CancelledError):  # the caller raises its cancellation
+            await _settle(written)
 
 
 def _call(base: str) -> Call:
@@ -256,14 +262,18 @@ def _call(base: str) -> Call:
 
 
 async def _settle(task: "asyncio.Future[Any]") -> None:
-    """Wait for ``task`` even if the caller is cancelled meanwhile (it records something)."""
+    """Wait for ``task`` (it records something) even if the caller is cancelled meanwhile; the
+    cancellation is raised once it is done."""
+    cancelled = False
     while not task.done():
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            continue
+            cancelled = True
     if not task.cancelled():
         task.exception()  # retrieved: a failed marker write is not worth a warning at exit
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _nothing() -> None:

@@ -265,8 +265,12 @@ class ReplayOrder:
             if move is Move.SKIP:
                 self.skip()
                 continue
-            if move is Move.BLOCK:
-                await loop.create_future()  # cancelled, as it was the first time
+            if move is Move.BLOCK:  # cancelled soon, as it was the first time
+                try:
+                    await asyncio.wait_for(loop.create_future(), self.STALL_SECONDS)
+                except asyncio.TimeoutError:
+                    raise ReplayDiverged(f"instance {self.instance_id} cannot be replayed: {name} was "
+                                         "cancelled by a decided race the first time, and is not now") from None
             if head != position:
                 position, since = head, loop.time()
             waited = loop.time() - since
