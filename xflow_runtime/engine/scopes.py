@@ -44,10 +44,6 @@ class Scope:
         self._next += 1
         return number
 
-    def peek(self) -> int:
-        """The number :meth:`take` returns next."""
-        return self._next
-
     def child(self, spawn: int, label: str) -> "Scope":
         return Scope(f"{self.path}/{spawn}.{label}", self)
 
@@ -71,9 +67,10 @@ class Scope:
 
     def _end(self) -> None:
         root = self.root
-        root._ended.add(self.path)
-        for listener in list(root._listeners):
-            listener()
+        if root._listeners:  # only a replay asks which scopes ended (an in-process root keeps nothing)
+            root._ended.add(self.path)
+            for listener in list(root._listeners):
+                listener()
 
 
 _current: ContextVar[Scope | None] = ContextVar("xflow_scope", default=None)
