@@ -122,6 +122,9 @@ class Runtime:
         await self._services.aclose()
         if self._durable is not None:
             engine, self._durable = self._durable, None
+            from xflow_runtime.engine.durable import stop_running_instances
+
+            await stop_running_instances()
             await _in_own_thread(engine.shutdown)
             # DBOS made its (now shut down) thread pool this loop's default executor; give the
             # loop a working one back so the embedder's asyncio.to_thread keeps working.

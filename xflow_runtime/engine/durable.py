@@ -33,6 +33,7 @@ import pickle
 import sys
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
@@ -165,10 +166,11 @@ class DurablePort:
         receiving = DBOS.recv_async(topic, timeout_seconds=seconds)
         try:
             message = await receiving
-        except asyncio.CancelledError:
-            with contextlib.suppress(asyncio.CancelledError):  # the first cancellation is raised below
+        except BaseException as error:  # cancelled, or DBOS aborts a cancelled instance
+            with contextlib.suppress(asyncio.CancelledError):  # the first error is raised below
                 await _settle(written)
-            if written.cancelled() or written.exception() is not None:  # else the marker names them
+            marker_lost = written.cancelled() or written.exception() is not None
+            if isinstance(error, asyncio.CancelledError) and marker_lost:  # else the marker names them
                 first = marker.step_id
                 await self._note_cancelled(call, [first, first + 1, first + 2])
             raise
@@ -288,7 +290,28 @@ async def _instance_workflow(request: dict[str, Any]) -> Any:
     assert instance_id is not None
     root = enter_root()
     order = ReplayOrder(instance_id, get_local_dbos_context(), root)
+    task = asyncio.current_task()
+    if task is not None:
+        _running.add(task)
     return await _body(request, DurablePort(instance_id, order=order))
+
+
+#: The instances running in this process (their DBOS workflow tasks), stopped before DBOS is.
+_running: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
+
+
+async def stop_running_instances() -> None:
+    """Cancel the instances this process runs and wait until they have stopped. They stay
+    PENDING in the store (a cancellation is not an outcome: DBOS records none), to be resumed by
+    the next process; stopping them here lets them unwind while DBOS is still open, instead of
+    being collected half-way through a DBOS call after it shut down."""
+    loop = asyncio.get_running_loop()  # DBOS runs instances recovered at launch on a loop of its own
+    tasks = [task for task in _running
+             if not task.done() and task.get_loop() is loop and task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _read_clock() -> float:

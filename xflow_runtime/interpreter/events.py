@@ -64,11 +64,12 @@ class Inbox:
         if self._pump is not None:
             await cancel_decided((self._pump,))
 
-    def abandon(self) -> None:
+    async def abandon(self) -> None:
         """Stop reading events because the run itself is being stopped (not a decision of the
         instance: nothing is recorded)."""
         if self._pump is not None:
             self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
 
     async def _pumping(self) -> None:
         while True:

@@ -61,7 +61,7 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
     try:
         result = await _follow_continuations(plan, input, port, context, instance_id, inbox)
     except BaseException:
-        inbox.abandon()
+        await inbox.abandon()
         raise
     await inbox.close()
     return result
