@@ -324,3 +324,53 @@ async def test_parallel_branches_replay_in_the_order_they_first_ran(tmp_path: Pa
         await second.send_event({"type": "go", "source": "/t"}, instance_id="fan-1")
         await second.instance("fan-1").result()
     assert sorted(calls) == ["a1", "a2", "b1", "b2"]  # recovery re-ran none of them
+
+
+WAITING_BRANCHES = """
+id: waiting-branches
+specVersion: "0.8"
+start: Both
+events:
+  - {name: Left, type: left, source: /t, dataOnly: true}
+  - {name: Right, type: right, source: /t, dataOnly: true}
+  - {name: Ask, type: ask, source: /t, kind: produced}
+states:
+  - name: Both
+    type: parallel
+    branches:
+      - name: L
+        actions:
+          - eventRef: {triggerEventRef: Ask, resultEventRef: Left}
+            actionDataFilter: {toStateData: "${ .left }"}
+      - name: R
+        actions:
+          - eventRef: {triggerEventRef: Ask, resultEventRef: Right}
+            actionDataFilter: {toStateData: "${ .right }"}
+    end: true
+"""
+
+
+async def test_branches_waiting_for_events_at_a_restart_each_get_their_own(tmp_path: Path) -> None:
+    """Two branches wait for different events; one arrives before the process stops, one after.
+    The replay rebuilds the first from the recording (the inbox's reader is one task of its own,
+    so it does not matter which branch asked first) and waits for the second."""
+    (tmp_path / "waiting.yaml").write_text(WAITING_BRANCHES)
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    first = Runtime("durable", database_url=url)
+    await first.start(first.load(tmp_path / "waiting.yaml"), {}, instance_id="wb-1")
+    await first.send_event({"type": "right", "source": "/t", "data": {"n": 2}}, instance_id="wb-1")
+    from dbos import DBOS
+
+    for _ in range(200):  # the instance has received the event (DBOS recorded the receive)
+        steps = await DBOS.list_workflow_steps_async("wb-1")
+        if any(step["function_name"] == "DBOS.recv" for step in steps):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the instance never received the first event")
+    await first.close()
+    async with Runtime("durable", database_url=url) as second:
+        await second.send_event({"type": "left", "source": "/t", "data": {"n": 1}}, instance_id="wb-1")
+        output = await second.instance("wb-1").result(timeout=60)
+    assert output == {"left": {"n": 1}, "right": {"n": 2}}
+
