@@ -87,7 +87,7 @@ async def at_least(port: EnginePort, coroutines: Sequence[Awaitable[Any]], neede
         await _stop(tasks)
         raise
     await cancel_decided(tasks)
-    if kind == "failed":
+    if kind == "failed" and _failed(chosen[0]):
         raise chosen[0].exception()  # type: ignore[misc]
     return [(tasks.index(task), task.result()) for task in chosen]
 

@@ -24,6 +24,9 @@ from xflow_runtime.plan.states import WorkflowPlan
 
 Status = Literal["completed", "failed"]
 
+#: The outcome of a deadline that found a ``keepActive`` instance with no active path left.
+KEPT = "kept"
+
 
 @dataclass
 class ExecutionResult:
@@ -170,21 +173,24 @@ async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTime
     state boundary (``interrupt: false``), run ``runBefore`` on the latest data, fail with ``timeout``.
     Which came first, the end or the deadline, is a recorded outcome (see ``concurrency``)."""
     kept: list[tuple[Any, End]] = []
-    body = (_keep_active(run, data, kept) if run.plan.keep_active
+    ended = asyncio.Event()  # keepActive: the states have ended, the instance waits for its deadline
+    body = (_keep_active(run, data, kept, ended) if run.plan.keep_active
             else run.run_states(run.plan.start, data))
     key, (main, timer) = start_tasks([body, run.port.sleep(timeout.duration)], (WORK, TIMER))
     try:
         outcome = await recorded_outcome(run.port, key)
         if outcome == WORK:
             await asyncio.wait((main,))
+        elif outcome == KEPT:
+            await ended.wait()
         elif outcome is None:
             await asyncio.wait((main, timer), return_when=asyncio.FIRST_COMPLETED)
-            outcome = WORK if main.done() else TIMER
+            outcome = WORK if main.done() else KEPT if kept else TIMER
         await record_outcome(run.port, key, outcome)  # a replay records it again, in its place
         if outcome == WORK:
             await cancel_decided((timer,))
             return main.result()
-        if kept:  # keepActive: the deadline is the normal end of an instance with no active path
+        if outcome == KEPT:  # keepActive: the deadline is the normal end of an instance with no active path
             await cancel_decided((main, timer))
             output, end = kept[0]
             if timeout.run_before is not None:
@@ -196,6 +202,7 @@ async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTime
             # Replays stop at the first boundary they reach after the recorded deadline, which
             # may come earlier than it did live (documented in specs/durability.md).
             run.stop_requested = True
+            await cancel_decided((timer,))
             await asyncio.wait((main,))
             error = main.exception()
             if error is None:  # the state running at the deadline was the last one
@@ -215,11 +222,13 @@ async def _run_with_deadline(run: Instance, data: Any, timeout: WorkflowExecTime
     raise _TimedOut(latest, error_dict)
 
 
-async def _keep_active(run: Instance, data: Any, kept: list[tuple[Any, End]]) -> tuple[Any, End]:
+async def _keep_active(run: Instance, data: Any, kept: list[tuple[Any, End]],
+                       ended: asyncio.Event) -> tuple[Any, End]:
     """``keepActive: true``: after a non-terminating end the instance stays until its deadline."""
     output, end = await run.run_states(run.plan.start, data)
     if end.terminate:
         return output, end
     kept.append((output, end))
+    ended.set()
     await asyncio.get_running_loop().create_future()  # never resolves: cancelled at the deadline
     return output, end
