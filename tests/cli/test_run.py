@@ -154,9 +154,13 @@ def test_an_interrupted_durable_run_says_how_to_resume(workdir) -> None:
     (workdir / "waits.yaml").write_text(
         'id: waits\nspecVersion: "0.8"\nstart: Wait\nevents: [{name: Go, type: go, source: /t}]\n'
         "states:\n  - name: Wait\n    type: event\n    onEvents: [{eventRefs: [Go]}]\n    end: true\n")
+    # A shell starts background jobs with SIGINT ignored, and children inherit that: when the test
+    # suite itself runs in the background, the child would never see the interrupt. Give it the
+    # default disposition, as a terminal would.
     process = subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "run", "waits.yaml", "--id", "w-1"],
                                cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
+                               env={**os.environ, "PYTHONPATH": str(REPO)},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (workdir / ".xflow" / "xflow.sqlite").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
