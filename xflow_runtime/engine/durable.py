@@ -166,6 +166,8 @@ class DurablePort:
         receiving = DBOS.recv_async(topic, timeout_seconds=seconds)
         try:
             message = await receiving
+        except GeneratorExit:  # collected without finishing: nothing may be awaited
+            raise
         except BaseException as error:  # cancelled, or DBOS aborts a cancelled instance
             with contextlib.suppress(asyncio.CancelledError):  # the first error is raised below
                 await _settle(written)

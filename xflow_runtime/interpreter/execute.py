@@ -63,6 +63,8 @@ async def execute(plan: WorkflowPlan, input: Any = None, *, port: EnginePort,
     inbox = Inbox(port)
     try:
         result = await _follow_continuations(plan, input, port, context, instance_id, inbox)
+    except GeneratorExit:  # collected without finishing: nothing may be awaited
+        raise
     except BaseException:
         await inbox.abandon()
         raise
