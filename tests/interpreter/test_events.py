@@ -322,3 +322,46 @@ async def test_non_exclusive_start_state_times_the_gap_between_events():
     assert within_gap.output == {"a": 1, "b": 1} and calls == [{"a": 1, "b": 1}]
     too_late, calls = await asyncio.to_thread(_gap_scenario, 7200)
     assert calls == [] and too_late.output == {}
+
+
+async def test_an_event_buffered_while_a_waiter_reads_the_clock_still_wakes_it():
+    """A durable engine's clock reading is a recorded step, so the waiter yields while reading it;
+    an event the inbox buffers meanwhile must not be missed (it was, once: the second state then
+    sat out its whole eventTimeout)."""
+    import asyncio
+
+    from xflow_runtime.engine.inprocess import InProcessEngine
+    from xflow_runtime.interpreter import ExecutionContext, execute
+    from tests.interpreter.support import plan
+
+    class YieldingClock(InProcessEngine):
+        async def now(self) -> float:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return await super().now()
+
+        async def wait_event(self, topic, timeout):
+            await asyncio.sleep(0)
+            return await super().wait_event(topic, timeout)
+
+    compiled = plan("""
+events:
+- {name: Step, type: step, source: s}
+states:
+- {name: First, type: event, onEvents: [{eventRefs: [Step], eventDataFilter: {toStateData: .first}}],
+   timeouts: {eventTimeout: PT30S}, transition: Second}
+- {name: Second, type: event, onEvents: [{eventRefs: [Step], eventDataFilter: {toStateData: .second}}],
+   timeouts: {eventTimeout: PT30S}, end: true}
+""")
+    for delays in ([0, spins] for spins in range(40)):  # one of them lands in the clock reading
+        engine = YieldingClock()
+
+        async def deliver(n: int, spins: int) -> None:
+            for _ in range(spins):
+                await asyncio.sleep(0)
+            engine.send_event(event("step", "s", {"n": n}))
+
+        senders = [asyncio.ensure_future(deliver(n, spins)) for n, spins in zip((1, 2), delays)]
+        result = await asyncio.wait_for(execute(compiled, {}, port=engine, context=ExecutionContext()), 2)
+        await asyncio.gather(*senders)
+        assert result.output == {"first": {"n": 1}, "second": {"n": 2}}, delays

@@ -45,11 +45,13 @@ class Inbox:
         """The first buffered or arriving event matching one of ``definitions``, or ``None`` once
         ``timeout`` seconds pass. Binds the instance's correlation values on success."""
         deadline = None if timeout is None else await self._port.now() + timeout
+        remaining = timeout
         while True:
+            # Nothing is awaited between looking at the buffer and taking the signal to wait on,
+            # so an event the pump buffers meanwhile always wakes this waiter.
             found = self._take(definitions, correlation)
             if found is not None:
                 return found
-            remaining = None if deadline is None else deadline - await self._port.now()
             if remaining is not None and remaining <= 0:
                 return None
             if self._pump is None:
@@ -58,6 +60,8 @@ class Inbox:
                 await within(self._port, remaining, asyncio.shield(self._signal()), "event wait")
             except Failure:
                 return None
+            if deadline is not None:
+                remaining = deadline - await self._port.now()
 
     async def close(self) -> None:
         """Stop reading events (the instance has ended)."""
