@@ -77,13 +77,25 @@ async def _instance_workflow(request: dict[str, Any]) -> Any:
 _running: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
 
 
+def _started_tasks() -> set["asyncio.Task[Any]"]:
+    """DBOS's own tasks for the workflows it started, including any whose function has not begun
+    yet (a runtime closed right after ``start()``). Read from a DBOS internal, read-only; without
+    it, only instances already running are stopped."""
+    try:
+        from dbos._dbos import _get_dbos_instance
+
+        return set(getattr(_get_dbos_instance(), "_workflow_tasks", ()))
+    except Exception:  # noqa: BLE001 - DBOS not launched, or its internals changed
+        return set()
+
+
 async def stop_running_instances() -> None:
     """Cancel the instances this process runs and wait until they have stopped. They stay
     PENDING in the store (a cancellation is not an outcome: DBOS records none), to be resumed by
     the next process; stopping them here lets them unwind while DBOS is still open, instead of
     being collected half-way through a DBOS call after it shut down."""
     loop = asyncio.get_running_loop()  # DBOS runs instances recovered at launch on a loop of its own
-    tasks = [task for task in _running
+    tasks = [task for task in _running | _started_tasks()
              if not task.done() and task.get_loop() is loop and task is not asyncio.current_task()]
     for task in tasks:
         task.cancel()
