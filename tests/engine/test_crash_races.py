@@ -21,11 +21,8 @@ done but perhaps not yet recorded) may run again: effects are at-least-once.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +31,7 @@ from typing import Any, Callable, Sequence
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-XFLOW = [sys.executable, str(REPO / "bin" / "xflow")]
+from tests.engine.crash_support import REPO, XFLOW, sigkill_when, xflow
 RECORD = "python:tests.engine.race_functions:record"
 TIMEOUT_ERROR = {"name": "Timeout", "code": "timeout"}
 
@@ -226,11 +222,6 @@ def read_log(log: Path) -> list[Line]:
     return lines
 
 
-def xflow(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*XFLOW, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
 def write_workflow(path: Path, definition: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(definition, sort_keys=False))
     return path
@@ -253,19 +244,11 @@ class Kill:
 KillWhen = Callable[[list[Line]], bool]
 
 
-def kill_when(process: subprocess.Popen[str], log: Path, ready: KillWhen, timeout: float = 60) -> Kill:
+def kill_when(process: subprocess.Popen[str], log: Path, ready: KillWhen) -> Kill:
     """SIGKILL ``process`` as soon as ``ready(log lines)``; fails if it finished first."""
-    deadline = time.monotonic() + timeout
-    while not ready(read_log(log)):
-        if process.poll() is not None:
-            out, err = process.communicate()
-            raise AssertionError(f"the instance ended before it could be killed: {process.returncode} {out} {err}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("the instance made no progress")
-        time.sleep(0.005)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    if not sigkill_when(process, lambda: ready(read_log(log))):
+        out, err = process.communicate()
+        raise AssertionError(f"the instance ended before it could be killed: {process.returncode} {out} {err}")
     return Kill(len(read_log(log)))
 
 

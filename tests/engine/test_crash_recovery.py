@@ -8,18 +8,13 @@ is retried: effects must be idempotent). A function whose step completed must ne
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-XFLOW = [sys.executable, str(REPO / "bin" / "xflow")]
+from tests.engine.crash_support import REPO, XFLOW, sigkill_when, xflow
 STATES = 20
 
 
@@ -52,28 +47,13 @@ def write_workflow(path: Path) -> None:
     path.write_text(json.dumps(document, indent=2))
 
 
-def xflow(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([*XFLOW, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
 def log_lines(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def kill_when(process: subprocess.Popen[str], log: Path, lines: int, timeout: float = 60) -> bool:
+def kill_when(process: subprocess.Popen[str], log: Path, lines: int) -> bool:
     """SIGKILL ``process`` once the log has ``lines`` lines; False if it finished first."""
-    deadline = time.monotonic() + timeout
-    while len(log_lines(log)) < lines:
-        if process.poll() is not None:
-            return False
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("the instance made no progress")
-        time.sleep(0.005)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    return True
+    return sigkill_when(process, lambda: len(log_lines(log)) >= lines)
 
 
 def executions(lines: list[str]) -> dict[int, int]:
