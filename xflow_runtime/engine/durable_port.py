@@ -154,10 +154,10 @@ class DurablePort:
         return self.order.outcome(key)
 
     async def record_outcome(self, key: str, outcome: str) -> None:
-        path, _, number = key.rpartition("#")
-        name = call_name(f"{OUTCOME}:{outcome}", path, number)
-        await self._take_turn_named(name, None)
-        await self._reserve().run_async({"name": name}, _nothing)
+        path, _, number = key.rpartition("#")  # the group's own place: one outcome per group
+        call = Call(f"{OUTCOME}:{outcome}", path, int(number))
+        await self._take_turn(call)
+        await self._reserve().run_async({"name": call.name}, _nothing)
 
     async def flush(self) -> None:
         """Store the pending history records (at the end of the instance)."""
@@ -183,10 +183,6 @@ class DurablePort:
             return
         assert call is not None
         await order.turn(call.name, call, self._store_history)
-
-    async def _take_turn_named(self, name: str, call: Call | None) -> None:
-        await self.order.load()
-        await self.order.turn(name, call, self._store_history)
 
     async def _store_history(self) -> None:
         batch = self.history.drain() if self.history is not None else []
