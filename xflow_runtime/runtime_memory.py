@@ -1,39 +1,24 @@
 """Where a runtime keeps chat memory, and the one :class:`ChatMemory` it opens lazily.
 
-The URL rule (``specs/python-api.md``):
-
-- PostgreSQL: chat memory lives in the same database as the durable store (its own tables).
-- SQLite: chat memory is the file ``xflow.db`` next to the durable store's file (by default
-  ``./.xflow/xflow.sqlite`` → ``./.xflow/xflow.db``, which is also the default of
-  ``xflow memory``). DBOS and our migrations each manage their own file.
-
+Where memory lives is the one rule of :mod:`xflow_runtime.settings` (specs/python-api.md).
 Nothing here imports SQLAlchemy or DBOS until the first agent state asks for its history.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 from typing import Any, Sequence
 
-#: The durable engine's default store (``engine.durable_names.DEFAULT_DATABASE_URL``).
-DEFAULT_DURABLE_URL = "sqlite:///.xflow/xflow.sqlite"
-CHAT_MEMORY_FILE = "xflow.db"
+from xflow_runtime.settings import locate
+
 #: Tenant of instances started without one.
 DEFAULT_TENANT = "default"
 
 
 def chat_memory_url(database_url: str | None) -> str:
-    """The chat-memory URL belonging to a durable-store URL (``None``: ``$XFLOW_DATABASE_URL``,
-    else the default store)."""
-    url = database_url or os.environ.get("XFLOW_DATABASE_URL") or DEFAULT_DURABLE_URL
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
-    if url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///"):])
-        return f"sqlite:///{path.resolve().parent / CHAT_MEMORY_FILE}"
-    return url
+    """The memory URL belonging to a durable-store URL (``None``: ``$XFLOW_DATABASE_URL``, else
+    the default store)."""
+    return locate(database_url).memory_url
 
 
 class LazyChatMemory:

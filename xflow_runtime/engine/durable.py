@@ -28,7 +28,6 @@ import logging
 import os
 import sys
 import weakref
-from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
@@ -37,7 +36,6 @@ from dbos._context import get_local_dbos_context  # read-only: the workflow's op
 
 from xflow_runtime.engine.durable_names import (
     APPLICATION_VERSION,
-    DEFAULT_DATABASE_URL,
     EVENT_ENVELOPE_KEY,
     WORKFLOW_NAME,
 )
@@ -139,21 +137,16 @@ def attach_log_handler() -> None:
         dbos_logger.propagate = False
 
 
-def sqlite_url(directory: str | os.PathLike[str] = ".xflow") -> str:
-    path = Path(directory).resolve() / "xflow.sqlite"
-    return f"sqlite:///{path}"
-
-
 def resolve_database_url(url: str | None) -> str:
-    """The system database URL: ``url``, else ``$XFLOW_DATABASE_URL``, else SQLite under
-    ``./.xflow/``. A ``postgres://`` URL is accepted as a spelling of ``postgresql://``."""
-    url = url or os.environ.get("XFLOW_DATABASE_URL") or DEFAULT_DATABASE_URL
-    if url == DEFAULT_DATABASE_URL:
-        url = sqlite_url()
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    """The system database URL by the one rule of :func:`xflow_runtime.settings.locate` (``url``,
+    else ``$XFLOW_DATABASE_URL``, else SQLite under ``./.xflow/``); a SQLite file's directory is
+    created here."""
+    from xflow_runtime.settings import locate, sqlite_path
+
+    url = locate(url).durable_url
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     elif not url.startswith(("postgresql", "sqlite")):
         raise DurableEngineError(f"unsupported database URL {_redact(url)!r}: use sqlite:///FILE or postgresql://…")
     return url

@@ -6,6 +6,8 @@ storage format (see ``specs/durability.md``).
 
 from __future__ import annotations
 
+from xflow_runtime.settings import DEFAULT_DURABLE_URL
+
 #: DBOS application version, pinned. DBOS recovers only the PENDING workflows recorded under the
 #: running application version, and by default derives that version from a hash of the workflow
 #: functions' source, so any upgrade of xflow-runtime would orphan running instances. We pin it
@@ -26,5 +28,5 @@ EVENT_ENVELOPE_KEY = "payload"
 #: Stand-in for "wait for ever" (DBOS receives always take a timeout): about 100 years.
 FOREVER_SECONDS = 100 * 365 * 24 * 3600.0
 
-#: Marker for "SQLite under ./.xflow/".
-DEFAULT_DATABASE_URL = "sqlite:///.xflow/xflow.sqlite"
+#: The store when nothing is set: the one rule lives in :mod:`xflow_runtime.settings`.
+DEFAULT_DATABASE_URL = DEFAULT_DURABLE_URL

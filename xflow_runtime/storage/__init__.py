@@ -3,7 +3,7 @@ migrations run programmatically on first use, SQLite by default and PostgreSQL b
 
 * :func:`open_database` — an engine for a URL with the right per-dialect settings, migrated to
   the latest schema.
-* :func:`default_database_url` — ``$XFLOW_DATABASE_URL`` or ``sqlite:///./.xflow/xflow.db``.
+* :func:`default_database_url` — memory's database by the rule of :mod:`xflow_runtime.settings`.
 * :mod:`xflow_runtime.storage.models` — the tables.
 
 Adding tables: see ``specs/memory.md`` § "Storage — adding a migration".

@@ -9,7 +9,6 @@ lock (``SELECT … FOR UPDATE``) taken by the repository.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,6 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from xflow_runtime.errors import XFlowError
 
-DEFAULT_SQLITE_PATH = Path(".xflow") / "xflow.db"
 SQLITE_BUSY_TIMEOUT_S = 60.0
 _IMMEDIATE = "xflow_immediate"
 
@@ -31,7 +29,10 @@ class DatabaseError(XFlowError):
 
 
 def default_database_url() -> str:
-    return os.environ.get("XFLOW_DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}"
+    """Memory's database when no URL is given: the rule of :func:`xflow_runtime.settings.locate`."""
+    from xflow_runtime.settings import locate
+
+    return locate(None).memory_url
 
 
 def _normalise_url(url: str) -> Any:
