@@ -74,6 +74,16 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database).expanduser()
 
 
+def redact(url: str) -> str:
+    """A URL safe to print: the password replaced."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        user = credentials.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
 def _normalise(url: str) -> str:
     if url.startswith("postgres://"):
         url = "postgresql://" + url[len("postgres://"):]

@@ -30,7 +30,7 @@ import sys
 import weakref
 from typing import Any, Awaitable, Callable
 
-from dbos import DBOS, DBOSConfig, SetWorkflowID
+from dbos import DBOS, DBOSConfig, SetWorkflowAttributes, SetWorkflowID
 from dbos._error import DBOSException
 from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
@@ -137,6 +137,16 @@ def attach_log_handler() -> None:
         dbos_logger.propagate = False
 
 
+def subject_label(request: dict[str, Any]) -> dict[str, str] | None:
+    """The DBOS workflow attributes of an instance: its user's subject key, if it has a user."""
+    from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
+
+    identity = request.get("identity") or {}
+    if not identity.get("user"):
+        return None
+    return {SUBJECT_ATTRIBUTE: subject_key(identity.get("tenant") or "default", identity["user"])}
+
+
 def resolve_database_url(url: str | None) -> str:
     """The system database URL by the one rule of :func:`xflow_runtime.settings.locate` (``url``,
     else ``$XFLOW_DATABASE_URL``, else SQLite under ``./.xflow/``); a SQLite file's directory is
@@ -154,12 +164,9 @@ def resolve_database_url(url: str | None) -> str:
 
 def _redact(url: str) -> str:
     """A URL safe to print: the password replaced."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        user = credentials.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
+    from xflow_runtime.settings import redact
+
+    return redact(url)
 
 
 class DurableEngine:
@@ -217,8 +224,10 @@ class DurableEngine:
             self._launched = False
 
     async def start(self, instance_id: str, request: dict[str, Any]) -> None:
-        """Start an instance; starting again with the same id attaches to the existing one."""
-        with SetWorkflowID(instance_id):
+        """Start an instance; starting again with the same id attaches to the existing one. An
+        instance of a user is labelled with the user's subject key, so erasure and export find it
+        without decoding recorded inputs (specs/memory-longterm.md, privacy)."""
+        with SetWorkflowID(instance_id), SetWorkflowAttributes(subject_label(request)):
             await DBOS.start_workflow_async(_instance_workflow, request)
 
     async def result(self, instance_id: str) -> Any:

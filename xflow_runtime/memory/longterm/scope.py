@@ -6,10 +6,10 @@ There is deliberately no "all scopes" value: ``tenant`` and ``agent`` must be no
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xflow_runtime.memory.longterm.errors import LongTermMemoryError
+from xflow_runtime.privacy.subject import subject_key  # noqa: F401  (re-exported)
 
 _MAX_ID = 255
 
@@ -22,6 +22,8 @@ class MemoryScope:
     tenant: str
     agent: str
     user: str | None = None
+    #: the user's erasure epoch when the writing instance started (``None``: not checked)
+    erasure_epoch: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("tenant", "agent"):
@@ -38,8 +40,3 @@ class MemoryScope:
     def user_id(self) -> str:
         """The stored form of ``user`` (``""`` for the agent's own memories)."""
         return self.user or ""
-
-
-def subject_key(tenant: str, user: str) -> str:
-    """The key of a user's consent/erasure row: a hash, so the row names nobody."""
-    return hashlib.sha256(f"{tenant}\x00{user}".encode()).hexdigest()
