@@ -184,7 +184,7 @@ class Runtime:
         await self.open()
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
-        identity = {"tenant": tenant or DEFAULT_TENANT, "user": user}
+        identity = await self._services.identity(tenant or DEFAULT_TENANT, user)
         if self._durable is not None:
             ref = self._refs.get(id(plan))
             if ref is None:

@@ -53,6 +53,15 @@ class Services:
 
             self.long_term_memory = LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
 
+    async def identity(self, tenant: str, user: str | None) -> dict[str, Any]:
+        """An instance's identity. With a user and a memory store it also records the user's
+        erasure epoch at the start, so the instance's memory writes after an erasure of the user
+        are refused (specs/memory-longterm.md, privacy)."""
+        identity: dict[str, Any] = {"tenant": tenant, "user": user}
+        if user and self.chat_memory is not None:
+            identity["erasure_epoch"] = await self.chat_memory.erasure_epoch(tenant, user)
+        return identity
+
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))
         if context is None:

@@ -39,6 +39,12 @@ class LazyChatMemory:
                     self._memory = await asyncio.to_thread(ChatMemory.open, self.url)
         return self._memory
 
+    async def erasure_epoch(self, tenant: str, user: str) -> int:
+        """The user's erasure epoch (0 when never erased, or when no memory store exists yet:
+        reading it creates nothing)."""
+        return await asyncio.to_thread(_read_epoch, self._memory.engine if self._memory else None,
+                                       self.url, tenant, user)
+
     @property
     def opened(self) -> bool:
         return self._memory is not None
@@ -53,3 +59,21 @@ class LazyChatMemory:
         memory, self._memory = self._memory, None
         if memory is not None:
             memory.close()
+
+
+def _read_epoch(engine: Any, url: str, tenant: str, user: str) -> int:
+    from xflow_runtime.memory.longterm.privacy import read_subject
+    from xflow_runtime.storage.database import open_existing_database
+
+    own = engine is None
+    engine = engine or open_existing_database(url)
+    if engine is None:
+        return 0
+    try:
+        with engine.connect() as connection:
+            _, epoch = read_subject(connection, tenant, user)
+            connection.rollback()
+        return epoch
+    finally:
+        if own:
+            engine.dispose()

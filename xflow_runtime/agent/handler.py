@@ -15,6 +15,7 @@ The wait is bounded by the state's ``timeouts.eventTimeout`` when set (then ``co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
@@ -126,8 +127,10 @@ def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
     identity = (getattr(run.context, "services", None) or {}).get("identity") or {}
     memory = state.memory
     agent = f"workflow:{root.plan.workflow_id}" if _instance_scoped(state) else state.agent_name
-    return memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
-                        tenant=identity.get("tenant") or "default", user=identity.get("user"))
+    scope = memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
+                         tenant=identity.get("tenant") or "default", user=identity.get("user"))
+    epoch = identity.get("erasure_epoch")  # writes after an erasure of the user are refused
+    return scope if epoch is None else dataclasses.replace(scope, erasure_epoch=epoch)
 
 
 def _instance_scoped(state: AIAgentState) -> bool:

@@ -156,7 +156,7 @@ async def long_term_for(state: Any, run: Any) -> LongTermHook | None:
     long_term, extraction = state.long_term
     step = StepMemory(memory, long_term, extraction, state.ai_model)
     scope = MemoryScope(tenant=identity.get("tenant") or "default", agent=state.agent_name,
-                        user=identity.get("user") or None)
+                        user=identity.get("user") or None, erasure_epoch=identity.get("erasure_epoch"))
     return LongTermHook(step, scope)
 
 

@@ -29,6 +29,7 @@ from xflow_runtime.memory.chat.repository import ChatInfo
 from xflow_runtime.memory.chat.scope import ChatScope
 from xflow_runtime.memory.chat.tokens import TokenCounter
 from xflow_runtime.memory.chat.window import WindowPolicy, select_window
+from xflow_runtime.memory.longterm.privacy import check_not_erased
 from xflow_runtime.storage.database import open_database, write_transaction
 
 _log = logging.getLogger("xflow_runtime.memory.chat")
@@ -167,6 +168,7 @@ class ChatMemory:
                  "token_counts": {counter.encoding: counter.raw_count(m)}} for m in turn]
         try:
             with write_transaction(self._engine) as connection:
+                check_not_erased(connection, key.tenant, key.user, scope.erasure_epoch)
                 chat_id, first = repo.reserve_sequences(connection, key, len(rows), _title(turn))
                 repo.insert_messages(connection, key, chat_id, first, rows)
         except (StatementError, TypeError, ValueError) as exc:  # e.g. content that is not JSON

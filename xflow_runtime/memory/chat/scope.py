@@ -9,7 +9,7 @@ two users (or two agents, or two tenants) never mixes their histories.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from xflow_runtime.memory.chat.errors import ChatMemoryError
@@ -53,6 +53,9 @@ class ChatScope:
     user: str | None = None
     tenant: str = "default"
     mode: ScopeMode = ScopeMode.SESSION
+    #: the user's erasure epoch when the writing instance started (``None``: not checked); a
+    #: write after an erasure of the user is refused (:class:`~xflow_runtime.privacy.subject.SubjectErased`)
+    erasure_epoch: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         try:

@@ -102,6 +102,7 @@ class LongTermMemory:
         embedded = await self._embed_one(f"{title}\n{content}")
 
         def work(connection: Any) -> WriteResult:
+            privacy.check_not_erased(connection, scope.tenant, scope.user_id, scope.erasure_epoch)
             self._prepare_vectors(connection, embedded)
             memory, created = repository.upsert_by_title(connection, scope, title, content, tags, embedded)
             return WriteResult(memory, created)
@@ -283,6 +284,7 @@ class LongTermMemory:
         embedded = await self._embedder.embed([fact.content for fact in items]) if items else None
 
         def work(connection: Any) -> int:
+            privacy.check_not_erased(connection, scope.tenant, scope.user_id, scope.erasure_epoch)
             consent, _ = privacy.read_subject(connection, scope.tenant, scope.user_id, lock=True)
             if consent is False:
                 return 0
@@ -308,6 +310,7 @@ class LongTermMemory:
         def work(connection: Any) -> str | None:
             # the subject row lock orders this insert with a concurrent erasure: the erasure
             # either deletes the new job or happens before it (and the job gets the new epoch)
+            privacy.check_not_erased(connection, scope.tenant, scope.user_id, scope.erasure_epoch)
             consent, epoch = privacy.read_subject(connection, scope.tenant, scope.user_id, lock=True)
             if consent is False:
                 return None

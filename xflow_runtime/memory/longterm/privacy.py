@@ -15,6 +15,7 @@ from sqlalchemy import Connection, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.longterm.scope import subject_key
+from xflow_runtime.privacy.subject import SubjectErased
 from xflow_runtime.storage.longterm_models import MemorySubjectRow
 from xflow_runtime.storage.models import utcnow
 
@@ -36,6 +37,18 @@ def read_subject(connection: Connection, tenant: str, user: str, *, lock: bool =
         query = query.with_for_update()
     row = connection.execute(query).first()
     return (None, 0) if row is None else (row.consent, row.erasure_epoch)
+
+
+def check_not_erased(connection: Connection, tenant: str, user: str, started_under: int | None) -> None:
+    """Raise :class:`SubjectErased` if the user was erased since a writer read ``started_under``
+    (the epoch an instance recorded when it started). Takes the subject row lock, so an erasure
+    either commits before this transaction (and the write is refused) or after it (and deletes
+    what was written). ``None``: a writer that recorded no epoch (not checked)."""
+    if started_under is None or not user:
+        return
+    _, epoch = read_subject(connection, tenant, user, lock=True)
+    if epoch != started_under:
+        raise SubjectErased("the user was erased while this instance ran: nothing is written back")
 
 
 def set_consent(connection: Connection, tenant: str, user: str, consent: bool | None) -> None:
