@@ -37,6 +37,9 @@ _EXPORTS: dict[str, str] = {
     "LongTermMemory": "xflow_runtime.memory.longterm",
     "LongTermOptions": "xflow_runtime.memory.longterm",
     "MemoryScope": "xflow_runtime.memory.longterm",
+    "erase_user": "xflow_runtime.privacy.erasure",
+    "export_user": "xflow_runtime.privacy.export",
+    "UserErasureReceipt": "xflow_runtime.privacy.erasure",
 }
 
 

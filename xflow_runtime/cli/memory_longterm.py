@@ -5,7 +5,8 @@
     xflow memory memories create --agent A [--user U] --title T --content C [--tag X …]
     xflow memory memories update ID --agent A [--user U] [--title T] [--content C] [--tag X …]
     xflow memory memories delete ID --agent A [--user U]
-    xflow memory erase-user USER            # GDPR erasure in --tenant, every agent; prints a receipt
+    xflow memory erase-user USER [--json]   # GDPR erasure in --tenant: memory and durable store; a receipt
+    xflow memory export-user USER [--output FILE]   # everything stored about USER, one JSON document
     xflow memory consent USER --allow|--refuse|--unset|--show
 
 Exit codes: 0 success, 1 failure (not found, title conflict, database error), 2 usage error.
@@ -59,10 +60,17 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     delete.set_defaults(handler=_delete)
 
     erase = commands.add_parser("erase-user", parents=[common],
-                                help="erase everything stored about a user (GDPR), in every agent")
+                                help="erase everything stored about a user (GDPR): memory of every agent "
+                                     "and the user's instances in the durable store")
     erase.add_argument("user", metavar="USER")
     erase.add_argument("--json", action="store_true", help="print the receipt as JSON")
     erase.set_defaults(handler=_erase)
+
+    export = commands.add_parser("export-user", parents=[common],
+                                 help="write everything stored about a user as one JSON document")
+    export.add_argument("user", metavar="USER")
+    export.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    export.set_defaults(handler=_export)
 
     consent = commands.add_parser("consent", parents=[common], help="show or set a user's consent to fact extraction")
     consent.add_argument("user", metavar="USER")
@@ -75,9 +83,10 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
+    from xflow_runtime.cli.memory import open_memory_engine
     from xflow_runtime.memory.longterm import LongTermMemory
 
-    return LongTermMemory.open(args.db)
+    return LongTermMemory(open_memory_engine(args.db))
 
 
 def _scope(args: argparse.Namespace) -> Any:
@@ -147,14 +156,37 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _erase(args: argparse.Namespace) -> int:
     async def run() -> int:
-        async with _open(args) as memory:
-            receipt = await memory.erase_user(args.tenant, args.user)
+        from xflow_runtime.privacy.erasure import erase_user
+
+        receipt = await erase_user(args.user, tenant=args.tenant, database_url=args.db)
         if args.json:
-            print(json.dumps({"tenant": receipt.tenant, "user": receipt.user, "deleted": dict(receipt.deleted),
-                              "erasure_epoch": receipt.erasure_epoch}, sort_keys=True))
+            print(json.dumps(receipt.to_dict(), sort_keys=True))
+            return 0
+        print(f"erased user {args.user!r} in tenant {args.tenant!r}: {receipt.total} rows")
+        for store in receipt.stores:
+            if not store.present:
+                print(f"  {store.store}: no store at {store.location}")
+                continue
+            counts = "  ".join(f"{name}={count}" for name, count in sorted(store.deleted.items()))
+            print(f"  {store.store} ({store.location}): {counts}")
+        if receipt.cancelled_instances:
+            print(f"  cancelled before erasing: {', '.join(receipt.cancelled_instances)}")
+        return 0
+    return run_async(run)
+
+
+def _export(args: argparse.Namespace) -> int:
+    async def run() -> int:
+        from pathlib import Path
+
+        from xflow_runtime.privacy.export import export_user
+
+        document = json.dumps(await export_user(args.user, tenant=args.tenant, database_url=args.db),
+                              ensure_ascii=False, sort_keys=True, indent=2, default=str)
+        if args.output:
+            Path(args.output).write_text(document + "\n", encoding="utf-8")
         else:
-            counts = "  ".join(f"{name}={count}" for name, count in sorted(receipt.deleted.items()))
-            print(f"erased user {args.user!r} in tenant {args.tenant!r}: {counts}")
+            print(document)
         return 0
     return run_async(run)
 

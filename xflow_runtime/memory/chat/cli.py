@@ -35,9 +35,10 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
+    from xflow_runtime.cli.memory import open_memory_engine
     from xflow_runtime.memory.chat import ChatMemory
 
-    return ChatMemory.open(args.db)
+    return ChatMemory(open_memory_engine(args.db))
 
 
 def chats_command(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from xflow_runtime.storage.models import utcnow
 
 memories = LongTermMemoryRow.__table__
 _c = memories.c
-_COLUMNS = (_c.id, _c.kind, _c.title, _c.content, _c.tags, _c.category, _c.importance, _c.source,
+MEMORY_COLUMNS = (_c.id, _c.kind, _c.title, _c.content, _c.tags, _c.category, _c.importance, _c.source,
             _c.embedding_model, _c.created_at, _c.updated_at)
 MAX_TITLE = 200
 
@@ -75,7 +75,7 @@ def upsert_by_title(connection: Connection, scope: MemoryScope, title: str, cont
               "tags": statement.excluded.tags, "embedding": statement.excluded.embedding,
               "embedding_model": statement.excluded.embedding_model,
               "embedding_dim": statement.excluded.embedding_dim, "updated_at": statement.excluded.updated_at},
-    ).returning(*_COLUMNS)
+    ).returning(*MEMORY_COLUMNS)
     stored = connection.execute(statement).one()
     return to_memory(stored), stored.id == row["id"]
 
@@ -85,21 +85,21 @@ def create(connection: Connection, scope: MemoryScope, title: str, content: str,
     row = new_row(scope, "memory", content, title=title, title_key=title_key(title), tags=list(tags),
                   **vector_values(embedded))
     stored = connection.execute(_insert(connection).values(**row).on_conflict_do_nothing()
-                                .returning(*_COLUMNS)).first()
+                                .returning(*MEMORY_COLUMNS)).first()
     if stored is None:
         raise MemoryConflict(f"a memory titled {title!r} already exists in this scope")
     return to_memory(stored)
 
 
 def get(connection: Connection, scope: MemoryScope, memory_id: str) -> Memory | None:
-    row = connection.execute(select(*_COLUMNS).where(*scope_filter(scope), _c.id == memory_id)).first()
+    row = connection.execute(select(*MEMORY_COLUMNS).where(*scope_filter(scope), _c.id == memory_id)).first()
     return None if row is None else to_memory(row)
 
 
 def get_many(connection: Connection, scope: MemoryScope, ids: Sequence[str]) -> dict[str, Memory]:
     if not ids:
         return {}
-    rows = connection.execute(select(*_COLUMNS).where(*scope_filter(scope), _c.id.in_(list(ids))))
+    rows = connection.execute(select(*MEMORY_COLUMNS).where(*scope_filter(scope), _c.id.in_(list(ids))))
     return {row.id: to_memory(row) for row in rows}
 
 
@@ -114,7 +114,7 @@ def update_memory(connection: Connection, scope: MemoryScope, memory_id: str, va
             raise MemoryConflict(f"a memory titled {values['title']!r} already exists in this scope")
         values = {**values, "title_key": title_key(values["title"])}
     row = connection.execute(update(memories).where(*scope_filter(scope), _c.id == memory_id)
-                             .values(**values, updated_at=utcnow()).returning(*_COLUMNS)).first()
+                             .values(**values, updated_at=utcnow()).returning(*MEMORY_COLUMNS)).first()
     return None if row is None else to_memory(row)
 
 
@@ -127,7 +127,7 @@ def recent(connection: Connection, scope: MemoryScope, kind: MemoryKind, count: 
     """The ``count`` most recently created of a kind, listed oldest first (stable under updates)."""
     if count <= 0:
         return []
-    rows = connection.execute(select(*_COLUMNS).where(*scope_filter(scope), _c.kind == kind)
+    rows = connection.execute(select(*MEMORY_COLUMNS).where(*scope_filter(scope), _c.kind == kind)
                               .order_by(_c.created_at.desc(), _c.id.desc()).limit(count)).all()
     return [to_memory(row) for row in reversed(rows)]
 
@@ -135,7 +135,7 @@ def recent(connection: Connection, scope: MemoryScope, kind: MemoryKind, count: 
 def page(connection: Connection, scope: MemoryScope, kind: MemoryKind | None, offset: int,
          limit: int) -> tuple[list[Memory], bool]:
     """Newest first; also says whether more rows follow."""
-    query = select(*_COLUMNS).where(*scope_filter(scope))
+    query = select(*MEMORY_COLUMNS).where(*scope_filter(scope))
     if kind is not None:
         query = query.where(_c.kind == kind)
     rows = connection.execute(query.order_by(_c.created_at.desc(), _c.id.desc())

@@ -1,0 +1,190 @@
+"""A user's instances in the durable store: find, export, cancel and erase them.
+
+Instances are found by the subject label ``DurableEngine.start`` attaches to every instance of a
+user (a DBOS workflow attribute holding :func:`~xflow_runtime.privacy.subject.subject_key`), read
+with ``DBOSClient.list_workflows(attributes=…, load_input=False)``: nothing recorded is decoded to
+find them. Running or waiting instances are cancelled through DBOS (``cancel_workflows``: DBOS
+then refuses every later write of those executions, including a step in flight); then every row
+of the instances is deleted with SQL on DBOS's system tables (:data:`INSTANCE_TABLES`) in one
+transaction, so the receipt counts what that transaction deleted. DBOS's ``delete_workflows``
+deletes the same rows but returns no counts and, on SQLite, leaves the text in freed pages; we
+delete with ``secure_delete`` on. The table and column names are DBOS's storage format, pinned by
+``tests/privacy/test_durable_tables.py``: check them when upgrading DBOS.
+
+Importing this module imports DBOS: only erasure and export import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbos import DBOSClient
+from sqlalchemy import Engine, bindparam, inspect, text
+
+from xflow_runtime.engine.durable import DurableEngineError, _redact, describe_error
+from xflow_runtime.engine.durable_names import HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
+from xflow_runtime.settings import sqlite_path
+from xflow_runtime.storage.database import create_database_engine, write_transaction
+
+#: (table, column naming the instance): every DBOS system table that holds an instance's data,
+#: children before ``workflow_status`` (the others reference it or are swept by its absence).
+INSTANCE_TABLES: tuple[tuple[str, str], ...] = (
+    ("notifications", "destination_uuid"),   # messages and events sent to the instance
+    ("workflow_events", "workflow_uuid"),
+    ("workflow_events_history", "workflow_uuid"),
+    ("streams", "workflow_uuid"),            # the xflow.history stream
+    ("operation_outputs", "workflow_uuid"),  # step results (LLM replies, function results)
+    ("workflow_input", "workflow_uuid"),
+    ("workflow_output", "workflow_uuid"),
+    ("workflow_status", "workflow_uuid"),    # also holds the inputs/output/error columns
+)
+#: DBOS's schema on PostgreSQL (SQLite has none).
+POSTGRES_SCHEMA = "dbos"
+_FINAL = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+
+class DurableErasureFailed(DurableEngineError):
+    """Rows of an erased user's instances are still in the durable store (retry the erasure)."""
+
+
+class DurableSubjects:
+    """The durable store at ``url`` (already resolved by :mod:`xflow_runtime.settings`), as seen by
+    erasure and export. Use :meth:`present` first: a missing store is reported, never created."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.display_url = _redact(url)
+        self._engine: Engine | None = None
+        self._client: DBOSClient | None = None
+
+    def present(self) -> bool:
+        """Whether the store exists and holds DBOS's tables (a SQLite file is not created)."""
+        path = sqlite_path(self.url)
+        if path is not None and not path.exists():
+            return False
+        try:
+            return inspect(self._sql()).has_table("workflow_status", schema=self._schema())
+        except Exception as error:  # unreachable server, bad credentials
+            raise DurableEngineError(f"cannot read the durable store {self.display_url}: "
+                                     f"{describe_error(error)}") from error
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.destroy()
+            self._client = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def instances(self, tenant: str, user: str) -> list[Any]:
+        """The user's instances (DBOS statuses, nothing decoded), oldest first."""
+        return self._dbos().list_workflows(name=WORKFLOW_NAME, load_input=False, load_output=False,
+                                           attributes={SUBJECT_ATTRIBUTE: subject_key(tenant, user)})
+
+    def export(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        """The user's instances with input, output, error and history, read through DBOS's
+        client (which decodes DBOS's own records)."""
+        client = self._dbos()
+        found = client.list_workflows(name=WORKFLOW_NAME, attributes={SUBJECT_ATTRIBUTE: subject_key(tenant, user)})
+        exported = []
+        for status in found:
+            request = _request(status.input)
+            exported.append({
+                "instance_id": status.workflow_id, "status": status.status,
+                "workflow": (request.get("workflow") or {}).get("id"),
+                "created_at": status.created_at, "updated_at": status.updated_at,
+                "input": request.get("input"), "output": status.output,
+                "error": None if status.error is None else str(status.error),
+                "history": _history(client, status.workflow_id),
+            })
+        return exported
+
+    def erase(self, tenant: str, user: str) -> tuple[dict[str, int], list[str]]:
+        """Cancel the user's unfinished instances, delete every row of all of them; return the
+        rows deleted per table and the ids cancelled. Raises :class:`DurableErasureFailed` when
+        a row is left (a second call retries)."""
+        statuses = self.instances(tenant, user)
+        ids = [status.workflow_id for status in statuses]
+        cancelled = [status.workflow_id for status in statuses if status.status not in _FINAL]
+        if cancelled:
+            self._dbos().cancel_workflows(cancelled)
+        counts = {table: 0 for table, _ in INSTANCE_TABLES}
+        if ids:
+            counts = self._delete(ids)
+        left = self.count(ids)
+        if any(left.values()):
+            raise DurableErasureFailed(f"rows of the user's instances are still in {self.display_url}: "
+                                       f"{ {t: n for t, n in left.items() if n} }; retry the erasure")
+        return counts, cancelled
+
+    def count(self, ids: list[str]) -> dict[str, int]:
+        counts = {table: 0 for table, _ in INSTANCE_TABLES}
+        if ids:
+            with self._sql().connect() as connection:
+                for table, column in INSTANCE_TABLES:
+                    counts[table] = connection.execute(
+                        text(f"SELECT count(*) FROM {self._table(table)} WHERE {column} IN :ids")
+                        .bindparams(_ids()), {"ids": ids}).scalar_one()
+        return counts
+
+    def _delete(self, ids: list[str]) -> dict[str, int]:
+        engine = self._sql()
+        counts: dict[str, int] = {}
+        with write_transaction(engine) as connection:
+            if engine.dialect.name == "sqlite":
+                connection.exec_driver_sql("PRAGMA secure_delete = ON")  # zero the freed pages
+            else:  # lock the instances' rows: a DBOS write in flight for them waits, then fails
+                connection.execute(text(f"SELECT workflow_uuid FROM {self._table('workflow_status')} "
+                                        "WHERE workflow_uuid IN :ids FOR UPDATE").bindparams(_ids()), {"ids": ids})
+            for table, column in INSTANCE_TABLES:
+                counts[table] = connection.execute(
+                    text(f"DELETE FROM {self._table(table)} WHERE {column} IN :ids").bindparams(_ids()),
+                    {"ids": ids}).rowcount or 0
+        if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
+            with engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        return counts
+
+    def _sql(self) -> Engine:
+        if self._engine is None:
+            self._engine = create_database_engine(self.url)
+        return self._engine
+
+    def _schema(self) -> str | None:
+        return None if self._sql().dialect.name == "sqlite" else POSTGRES_SCHEMA
+
+    def _table(self, name: str) -> str:
+        schema = self._schema()
+        return f'"{schema}"."{name}"' if schema else f'"{name}"'
+
+    def _dbos(self) -> DBOSClient:
+        if self._client is None:
+            try:
+                self._client = DBOSClient(system_database_url=self.url, application_name="xflow")
+            except Exception as error:
+                raise DurableEngineError(f"cannot open the durable store {self.display_url}: "
+                                         f"{describe_error(error)}") from error
+        return self._client
+
+
+def _ids() -> Any:
+    return bindparam("ids", expanding=True)
+
+
+def _request(inputs: Any) -> dict[str, Any]:
+    args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
+    return args[0] if args and isinstance(args[0], dict) else {}
+
+
+def _history(client: DBOSClient, instance_id: str) -> list[Any]:
+    from dbos._error import DBOSStreamTimeoutError
+
+    records: list[Any] = []
+    try:
+        for batch in client.read_stream(instance_id, HISTORY_STREAM, timeout_seconds=0.05):
+            records.extend(batch)
+    except DBOSStreamTimeoutError:
+        pass  # a running instance: nothing more written yet
+    return records
+
