@@ -2,8 +2,8 @@
 
 Instances are found by the subject label ``DurableEngine.start`` attaches to every instance of a
 user (a DBOS workflow attribute holding :func:`~xflow_runtime.privacy.subject.subject_key`), read
-with ``DBOSClient.list_workflows(attributes=…, load_input=False)``: nothing recorded is decoded to
-find them. Running or waiting instances are cancelled through DBOS (``cancel_workflows``: DBOS
+with SQL on ``workflow_status.attributes`` (DBOS's attribute filter exists only on PostgreSQL):
+nothing recorded is decoded to find them. Running or waiting instances are cancelled through DBOS (``cancel_workflows``: DBOS
 then refuses every later write of those executions, including a step in flight); then every row
 of the instances is deleted with SQL on DBOS's system tables (:data:`INSTANCE_TABLES`) in one
 transaction, so the receipt counts what that transaction deleted. DBOS's ``delete_workflows``
@@ -77,18 +77,28 @@ class DurableSubjects:
             self._engine.dispose()
             self._engine = None
 
-    def instances(self, tenant: str, user: str) -> list[Any]:
-        """The user's instances (DBOS statuses, nothing decoded), oldest first."""
-        return self._dbos().list_workflows(name=WORKFLOW_NAME, load_input=False, load_output=False,
-                                           attributes={SUBJECT_ATTRIBUTE: subject_key(tenant, user)})
+    def instances(self, tenant: str, user: str) -> list[tuple[str, str]]:
+        """``(instance id, status)`` of the user's instances, oldest first; nothing is decoded.
+        SQL on ``workflow_status.attributes`` (JSON; DBOS's own attribute filter is PostgreSQL-only)."""
+        engine = self._sql()
+        label = (f"json_extract(attributes, '$.\"{SUBJECT_ATTRIBUTE}\"')" if engine.dialect.name == "sqlite"
+                 else f"attributes ->> '{SUBJECT_ATTRIBUTE}'")
+        with engine.connect() as connection:
+            rows = connection.execute(text(
+                f"SELECT workflow_uuid, status FROM {self._table('workflow_status')} "
+                f"WHERE name = :name AND {label} = :key ORDER BY created_at, workflow_uuid"),
+                {"name": WORKFLOW_NAME, "key": subject_key(tenant, user)}).all()
+        return [(row.workflow_uuid, row.status) for row in rows]
 
     def export(self, tenant: str, user: str) -> list[dict[str, Any]]:
         """The user's instances with input, output, error and history, read through DBOS's
         client (which decodes DBOS's own records)."""
+        ids = [instance_id for instance_id, _ in self.instances(tenant, user)]
+        if not ids:
+            return []
         client = self._dbos()
-        found = client.list_workflows(name=WORKFLOW_NAME, attributes={SUBJECT_ATTRIBUTE: subject_key(tenant, user)})
         exported = []
-        for status in found:
+        for status in client.list_workflows(workflow_ids=ids):
             request = _request(status.input)
             exported.append({
                 "instance_id": status.workflow_id, "status": status.status,
@@ -104,9 +114,9 @@ class DurableSubjects:
         """Cancel the user's unfinished instances, delete every row of all of them; return the
         rows deleted per table and the ids cancelled. Raises :class:`DurableErasureFailed` when
         a row is left (a second call retries)."""
-        statuses = self.instances(tenant, user)
-        ids = [status.workflow_id for status in statuses]
-        cancelled = [status.workflow_id for status in statuses if status.status not in _FINAL]
+        found = self.instances(tenant, user)
+        ids = [instance_id for instance_id, _ in found]
+        cancelled = [instance_id for instance_id, status in found if status not in _FINAL]
         if cancelled:
             self._dbos().cancel_workflows(cancelled)
         counts = {table: 0 for table, _ in INSTANCE_TABLES}
