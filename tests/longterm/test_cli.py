@@ -7,6 +7,17 @@ import json
 import pytest
 
 from xflow_runtime.cli.main import main
+from xflow_runtime.settings import locate
+from xflow_runtime.storage import open_database
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    """What ``--db`` names: the store as given to ``xflow run``; its memory (xflow.db beside it)
+    exists, as after a run (memory commands never create one)."""
+    url = f"sqlite:///{tmp_path / 'xflow.sqlite'}"
+    open_database(locate(url).memory_url).dispose()
+    return url
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -45,7 +56,8 @@ def test_consent_and_erase_user(sqlite_url: str, capsys: pytest.CaptureFixture[s
     assert "refused" in out
     code, out, _ = run(capsys, "erase-user", "u1", *common, "--json")
     receipt = json.loads(out)
-    assert code == 0 and receipt["deleted"]["memories"] == 1 and receipt["user"] == "u1"
+    assert code == 0 and receipt["stores"]["memory"]["deleted"]["memories"] == 1 and receipt["user"] == "u1"
+    assert receipt["stores"]["durable"]["present"] is False  # no run ever used this store
     code, out, _ = run(capsys, "erase-user", "u1", *common)
     assert code == 0 and "memories=0" in out
 

@@ -9,11 +9,18 @@ import pytest
 from tests.memory.histories import turn
 from xflow_runtime.cli.main import main
 from xflow_runtime.memory.chat import ChatMemory, ChatScope
+from xflow_runtime.settings import locate
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    """What ``--db`` names: the store as given to ``xflow run`` (memory is xflow.db beside it)."""
+    return f"sqlite:///{tmp_path / 'xflow.sqlite'}"
 
 
 @pytest.fixture
 def seeded(sqlite_url: str) -> dict[str, str]:
-    memory = ChatMemory.open(sqlite_url)
+    memory = ChatMemory.open(locate(sqlite_url).memory_url)
     ids = {}
     for user, session in (("alice", "s-1"), ("alice", "s-2"), ("bob", "s-1")):
         scope = ChatScope(agent="support", session=session, user=user, tenant="acme")
