@@ -1,0 +1,136 @@
+"""Nothing in flight during an erasure writes the user back: a durable step running while its
+instance is cancelled and erased, and the memory writes of an instance that started before the
+erasure (its recorded erasure epoch no longer matches the tombstone). A user who comes back after
+the erasure is stored again."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.privacy.conftest import ERASED, PHRASE, TENANT, Stores
+from tests.privacy.scan import traces
+from xflow_runtime import erase_user
+from xflow_runtime.errors import WorkflowFailed, XFlowError
+from xflow_runtime.llm.client import LLMSettings
+from xflow_runtime.memory.chat import ChatMemory, ChatScope
+from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope
+from xflow_runtime.privacy.subject import SubjectErased
+from xflow_runtime.runtime import Runtime
+from xflow_runtime.settings import locate
+
+SLOW_STEP = """
+id: slow-step
+specVersion: "0.8"
+start: Work
+functions:
+  - {name: slow, type: custom, operation: slow}
+states:
+  - name: Work
+    type: operation
+    actions:
+      - functionRef: {refName: slow, arguments: {said: "${ .said }"}}
+    end: true
+"""
+
+
+@pytest.mark.slow
+async def test_a_durable_step_in_flight_during_the_erasure_writes_nothing_back(stores: Stores, tmp_path: Path) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(said: str) -> dict[str, str]:
+        entered.set()
+        release.wait(30)
+        return {"echo": said}  # the step's result names the user's words
+
+    workflow = tmp_path / "slow.yaml"
+    workflow.write_text(SLOW_STEP)
+    async with Runtime("durable", database_url=stores.url, functions={"slow": slow}) as runtime:
+        handle = await runtime.start(runtime.load(workflow), {"said": PHRASE}, instance_id="in-flight",
+                                     tenant=TENANT, user=ERASED)
+        assert await asyncio.to_thread(entered.wait, 30)
+        receipt = await erase_user(ERASED, tenant=TENANT, database_url=stores.url)
+        release.set()  # the step completes after its instance was cancelled and erased
+        with pytest.raises((WorkflowFailed, XFlowError)):
+            await handle.result(timeout=30)
+    assert receipt.cancelled_instances == ("in-flight",)
+    assert receipt.store("durable").deleted["workflow_input"] == 1
+    for url in stores.scan_urls():
+        assert traces(url, [PHRASE, ERASED]) == {}
+    again = await erase_user(ERASED, tenant=TENANT, database_url=stores.url)
+    assert again.total == 0
+
+
+AGENT = """
+id: waiting-agent
+specVersion: '0.8'
+start: chat
+states:
+  - name: chat
+    type: aiagent
+    agentName: concierge
+    aiModel: gpt-4o
+    userMessage: '${ .message }'
+    memory: {scope: user, maxMessages: 20}
+    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, required: [response]}}
+    agentOutcomes:
+      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}
+      - {finish: false}
+    end: true
+"""
+
+
+async def test_an_instance_started_before_the_erasure_cannot_write_the_user_back(scripted_model, tmp_path: Path) -> None:
+    """In process (the erasure cannot cancel it): the next turn's chat write is refused."""
+    scripted_model.set_script({"default": {"json": {"response": "Noted.", "done": False}}})
+    url = f"sqlite:///{tmp_path / 'store' / 'xflow.sqlite'}"
+    workflow = tmp_path / "agent.yaml"
+    workflow.write_text(AGENT)
+    replies: list[str] = []
+    async with Runtime(database_url=url, llm=LLMSettings(api_base=scripted_model.api_base, api_key="k"),
+                       on_history=lambda r: replies.append(r["reply"]) if r.get("event") == "agent_reply" else None
+                       ) as runtime:
+        handle = await runtime.start(runtime.load(workflow), {"message": "hello"}, instance_id="before",
+                                     tenant=TENANT, user=ERASED)
+        await _until(lambda: len(replies) == 1)
+        await erase_user(ERASED, tenant=TENANT, database_url=url)
+        await runtime.send_message("before", f"my code is {PHRASE}")
+        with pytest.raises(WorkflowFailed, match="erased"):
+            await handle.result(timeout=30)
+    assert traces(locate(url).memory_url, [PHRASE, ERASED]) == {}
+
+
+async def test_memory_writers_compare_the_epoch_they_started_under(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'xflow.sqlite'}"
+    chat = ChatMemory.open(locate(url).memory_url)
+    long_term = LongTermMemory(chat.engine)
+    started = ChatScope(agent="concierge", user=ERASED, tenant=TENANT, mode="user", erasure_epoch=0)
+    await chat.append_turn(started, [{"role": "user", "content": "hi"}], model="gpt-4o")
+    receipt = await erase_user(ERASED, tenant=TENANT, database_url=url)
+    assert receipt.erasure_epoch == 1 and receipt.store("memory").deleted["chat_messages"] == 1
+
+    with pytest.raises(SubjectErased):
+        await chat.append_turn(started, [{"role": "user", "content": PHRASE}], model="gpt-4o")
+    with pytest.raises(SubjectErased):
+        await long_term.write(MemoryScope(TENANT, "concierge", ERASED, erasure_epoch=0), "Code", PHRASE)
+    assert traces(locate(url).memory_url, [PHRASE, ERASED]) == {}
+
+    # the user comes back: an instance started now records epoch 1 and is stored
+    back = ChatScope(agent="concierge", user=ERASED, tenant=TENANT, mode="user", erasure_epoch=1)
+    await chat.append_turn(back, [{"role": "user", "content": "hello again"}], model="gpt-4o")
+    assert (await long_term.write(MemoryScope(TENANT, "concierge", ERASED, erasure_epoch=1), "Back", "yes")).created
+    assert [c.user for c in await chat.list_chats(tenant=TENANT)] == [ERASED]
+    await long_term.aclose()
+    chat.close()
+
+
+async def _until(condition: Any, timeout_s: float = 30.0) -> None:
+    for _ in range(int(timeout_s / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
