@@ -10,7 +10,7 @@ when an outcome finishes the conversation and the workflow ends, its output is p
 ``${ .memoryId }``; ``--llm-script FILE`` answers from a reply script instead of a provider.
 The instance runs in process, but its chat memory is persistent: the chat-memory database of
 ``--db URL`` (default ``$XFLOW_DATABASE_URL``, else ``./.xflow/xflow.db``; the rule is
-``runtime_memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
+``runtime.memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
 conversation. ``--ephemeral`` keeps the history in the instance only. ``--tenant``/``--user``
 scope the memory; ``--workflow FILE`` registers subflows.
 Exit codes: 0 finished (or quit), 1 the instance failed, 2 bad command line or definition.
@@ -52,7 +52,7 @@ def chat_command(args: Any) -> int:
     from contextlib import nullcontext
 
     from xflow_runtime.cli.run import long_term_options, read_input, read_secrets
-    from xflow_runtime.runtime_memory import chat_memory_url
+    from xflow_runtime.runtime.memory import chat_memory_url
 
     try:
         data = read_input(args.input)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
-from xflow_runtime.runtime_memory import LazyChatMemory
+from xflow_runtime.runtime.memory import LazyChatMemory
 
 if TYPE_CHECKING:
     from xflow_runtime.plan.states import WorkflowPlan

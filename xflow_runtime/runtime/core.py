@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer
-from xflow_runtime import runtime_execution as execution
-from xflow_runtime.runtime_handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
-from xflow_runtime.runtime_memory import DEFAULT_TENANT, chat_memory_url
+from xflow_runtime.runtime import execution
+from xflow_runtime.runtime.handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
+from xflow_runtime.runtime.memory import DEFAULT_TENANT, chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
@@ -49,7 +49,7 @@ class Runtime:
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
-    state needs it, at :func:`~xflow_runtime.runtime_memory.chat_memory_url` of its database
+    state needs it, at :func:`~xflow_runtime.runtime.memory.chat_memory_url` of its database
     (``chat_memory="URL"`` overrides, ``chat_memory=False`` keeps histories in the instance).
     Long-term memory (``longTermMemory`` / ``factExtraction`` states) lives in the same database,
     opened when the first such state runs; opening it resumes, in the background, the extraction
