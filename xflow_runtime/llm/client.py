@@ -211,7 +211,7 @@ _default_client: LLMClient | None = None
 
 
 def configure_default_client(client: LLMClient | LLMSettings | None) -> None:
-    """Set the client AI states use when the runtime provides none (``services["llm"]``).
+    """Set the client AI states use when the runtime provides none (``services.llm``).
     ``xflow run --llm-script`` uses this to answer from the scripted model server."""
     global _default_client
     _default_client = LLMClient(client) if isinstance(client, LLMSettings) else client

@@ -23,7 +23,8 @@ from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer
 from xflow_runtime.runtime import execution
 from xflow_runtime.runtime.handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
-from xflow_runtime.runtime.memory import DEFAULT_TENANT, chat_memory_url
+from xflow_runtime.interpreter.services import DEFAULT_TENANT, Identity
+from xflow_runtime.runtime.memory import chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
@@ -184,14 +185,14 @@ class Runtime:
         await self.open()
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
-        identity = {"tenant": tenant or DEFAULT_TENANT, "user": user}
+        identity = Identity(tenant=tenant or DEFAULT_TENANT, user=user)
         if self._durable is not None:
             ref = self._refs.get(id(plan))
             if ref is None:
                 raise XFlowError("a durable runtime runs plans returned by its own load()")
             subflows = [self._refs[id(p)].to_dict() for p in self._subflows.values() if p is not plan]
             request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
-                       "identity": identity, "subflows": subflows}
+                       "identity": identity.to_dict(), "subflows": subflows}
             await self._durable.start(instance_id, request)
         else:
             if instance_id in self._local:
@@ -297,7 +298,7 @@ class Runtime:
     async def _run_durable_body(self, request: dict[str, Any], port: Any) -> Any:
         plan = self._plan_for(request["workflow"])
         subflows = [self._plan_for(recorded) for recorded in request.get("subflows", ())]
-        identity = request.get("identity") or {"tenant": DEFAULT_TENANT, "user": None}
+        identity = Identity.of(request.get("identity"))
         port.history = HistoryBuffer(listeners=self._history_listeners())
         try:
             return await execution.execute(self._services, plan, request["input"], port,

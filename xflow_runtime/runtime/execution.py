@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
+from xflow_runtime.interpreter.services import Identity, InstanceServices
 from xflow_runtime.runtime.memory import LazyChatMemory
 
 if TYPE_CHECKING:
+    from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime import Runtime
 
@@ -47,7 +49,7 @@ class Services:
         url = runtime.chat_memory_url
         if url is not None:
             self.chat_memory = LazyChatMemory(url)
-        self.long_term_memory: Any = None  # same database as chat memory: one erasure covers both
+        self.long_term_memory: "LazyLongTermMemory | None" = None  # same database as chat memory: one erasure covers both
         if url is not None:
             from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
 
@@ -67,16 +69,10 @@ class Services:
             self._function_contexts[id(plan)] = context
         return context
 
-    def for_instance(self, identity: Mapping[str, Any]) -> dict[str, Any]:
+    def for_instance(self, identity: Identity) -> InstanceServices:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
-        services: dict[str, Any] = {"identity": dict(identity)}
-        if self.runtime.llm is not None:
-            services["llm"] = self.runtime.llm
-        if self.chat_memory is not None:
-            services["chat_memory"] = self.chat_memory
-        if self.long_term_memory is not None:
-            services["long_term_memory"] = self.long_term_memory
-        return services
+        return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
+                                long_term_memory=self.long_term_memory)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
@@ -89,7 +85,7 @@ class Services:
 
 
 async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
-                  instance_id: str, history: HistoryBuffer, identity: Mapping[str, Any],
+                  instance_id: str, history: HistoryBuffer, identity: Identity,
                   workflows: Sequence["WorkflowPlan"] = ()) -> Any:
     """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`. ``identity``
     (``tenant``, ``user``) scopes chat memory; ``workflows`` are what ``subFlowRef`` can name."""
@@ -150,7 +146,7 @@ class LocalInstance:
 
     @classmethod
     def start(cls, services: Services, plan: "WorkflowPlan", input: Any, instance_id: str, *,
-              identity: Mapping[str, Any], workflows: Sequence["WorkflowPlan"]) -> "LocalInstance":
+              identity: Identity, workflows: Sequence["WorkflowPlan"]) -> "LocalInstance":
         from xflow_runtime.engine.inprocess import InProcessEngine
 
         engine = InProcessEngine()
