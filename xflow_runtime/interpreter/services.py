@@ -9,7 +9,7 @@ the type checker only, and every field but ``identity`` may be absent (``None``)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Mapping, Union
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union
 
 if TYPE_CHECKING:
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
@@ -45,6 +45,15 @@ class Identity:
         return {"tenant": self.tenant, "user": self.user}
 
 
+class ReplyTokenSink(Protocol):
+    """Receives the text of an ``aiagent`` LLM call as the model produces it: ``delta`` is the
+    new text, ``step`` names the call (``<scope>/llm:<n>``), ``done`` is true once, at the end
+    (``delta`` empty). Called on the event loop; keep it cheap. Nothing it receives is durable:
+    the final text is the ``llm_call``/``agent_reply`` record."""
+
+    def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None: ...
+
+
 @dataclass
 class InstanceServices:
     """The services of one instance. ``llm`` may be settings: the agent state turns them into a
@@ -54,6 +63,7 @@ class InstanceServices:
     llm: "LLMClient | LLMSettings | None" = None
     chat_memory: "ChatMemoryService | None" = None
     long_term_memory: "LongTermMemoryService | None" = None
+    reply_tokens: ReplyTokenSink | None = None
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

@@ -72,7 +72,7 @@ class Services:
     def for_instance(self, identity: Identity) -> InstanceServices:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
         return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
-                                long_term_memory=self.long_term_memory)
+                                long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
@@ -150,8 +150,7 @@ class LocalInstance:
         from xflow_runtime.engine.inprocess import InProcessEngine
 
         engine = InProcessEngine()
-        listeners = [services.runtime.on_history] if services.runtime.on_history else []
-        history = HistoryBuffer(listeners=listeners, keep=True)
+        history = HistoryBuffer(listeners=services.runtime.history_listeners(instance_id), keep=True)
         task = asyncio.ensure_future(execute(services, plan, input, engine, instance_id=instance_id,
                                              history=history, identity=identity, workflows=workflows))
         return cls(engine, task, history, instance_id)
