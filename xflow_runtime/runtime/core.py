@@ -172,6 +172,13 @@ class Runtime:
         self._subflows[ref.sha256] = plan
         return plan
 
+    def source_of(self, plan: "WorkflowPlan") -> WorkflowRef:
+        """Where a plan of this runtime came from (file, SHA-256 and text)."""
+        ref = self._refs.get(id(plan))
+        if ref is None:
+            raise XFlowError("not a plan returned by this runtime's load()")
+        return ref
+
     def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
         plan = self._plans.get(ref.sha256)
         if plan is None:
@@ -188,11 +195,12 @@ class Runtime:
     # --- instances -------------------------------------------------------------------------------
     async def start(self, plan: "WorkflowPlan", input: Any = None, *,
                     instance_id: str | None = None, tenant: str | None = None,
-                    user: str | None = None) -> InstanceHandle:
+                    user: str | None = None, labels: Mapping[str, str] | None = None) -> InstanceHandle:
         """Start an instance of ``plan`` with ``input`` (a JSON-like value; ``None`` means ``{}``).
         ``tenant`` (default ``"default"``) and ``user`` (the authenticated caller, if any) scope
         the instance's chat memory. On the durable engine, starting again with an existing
-        ``instance_id`` attaches to that instance instead of starting a second one."""
+        ``instance_id`` attaches to that instance instead of starting a second one. ``labels``
+        (strings) are recorded with a durable instance and listed with it."""
         await self.open()
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
@@ -203,7 +211,7 @@ class Runtime:
                 raise XFlowError("a durable runtime runs plans returned by its own load()")
             subflows = [self._refs[id(p)].to_dict() for p in self._subflows.values() if p is not plan]
             request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
-                       "identity": identity.to_dict(), "subflows": subflows}
+                       "identity": identity.to_dict(), "subflows": subflows, "labels": dict(labels or {})}
             await self._durable.start(instance_id, request)
         else:
             if instance_id in self._local:
@@ -302,6 +310,12 @@ class Runtime:
         times); ``status`` a DBOS status (``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
         engine = await self._require_durable("list instances")
         return [execution.describe_status(s) for s in await engine.list(limit=limit, status=status)]
+
+    async def status_row(self, instance_id: str) -> dict[str, Any] | None:
+        """One durable instance as :meth:`list_instances` lists it, or ``None`` if unknown."""
+        engine = await self._require_durable("look an instance up")
+        status = await engine.status(instance_id)
+        return None if status is None else execution.describe_status(status)
 
     async def history(self, instance_id: str) -> list[dict[str, Any]]:
         """The history records of an instance written so far, in ``seq`` order."""

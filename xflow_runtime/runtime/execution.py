@@ -186,6 +186,7 @@ def describe_status(status: Any) -> dict[str, Any]:
         "file": workflow.get("path"),
         "tenant": (request.get("identity") or {}).get("tenant"),
         "user": (request.get("identity") or {}).get("user"),
+        "labels": request.get("labels") or {},
         "created_at": _seconds(status.created_at),
         "updated_at": _seconds(status.updated_at),
         "completed_at": _seconds(getattr(status, "completed_at", None)),
