@@ -41,6 +41,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--llm-api-base", metavar="URL", default=None,
                         help="send every LLM call to this OpenAI-compatible endpoint (a gateway)")
     parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
+    parser.add_argument("--key-cache-seconds", type=float, default=5.0,
+                        help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(handler=serve_command)
@@ -71,7 +73,7 @@ def build_auth(args: argparse.Namespace, database_url: str | None) -> Any:
         from xflow_runtime.runtime.memory import chat_memory_url
         from xflow_runtime.service.api_keys import ApiKeyStore, ApiKeyVerifier
 
-        keys = ApiKeyVerifier(ApiKeyStore(chat_memory_url(database_url)))
+        keys = ApiKeyVerifier(ApiKeyStore(chat_memory_url(database_url)), cache_seconds=args.key_cache_seconds)
     if "jwt" in modes:
         secret = os.environ.get(args.jwt_secret_env) if args.jwt_secret_env else None
         if args.jwt_secret_env and not secret:

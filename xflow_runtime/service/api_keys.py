@@ -80,9 +80,10 @@ class ApiKeyStore:
         row = ApiKey(id=key_id, tenant_id=tenant, user_id=user or None, role=role, name=name or key_id,
                      secret_sha256=_digest(secret), created_at=now,
                      expires_at=None if expires_in is None else now + expires_in)
+        info = _info(row)
         with Session(self.engine) as session, session.begin():
             session.add(row)
-        return f"{PREFIX}{key_id}_{secret}", _info(row)
+        return f"{PREFIX}{key_id}_{secret}", info
 
     def list(self, tenant: str | None = None) -> list[KeyInfo]:
         from sqlalchemy import select
@@ -118,7 +119,7 @@ class ApiKeyStore:
         key_id, secret = key[len(PREFIX):].split("_", 1)
         if len(key_id) != 16:
             return None
-        with Session(self.engine) as session:
+        with Session(self.engine, expire_on_commit=False) as session:
             row = session.get(ApiKey, key_id)
         if row is None or not hmac.compare_digest(_digest(secret), row.secret_sha256):
             return None

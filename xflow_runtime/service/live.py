@@ -20,6 +20,7 @@ from contextlib import contextmanager
 TERMINAL_RECORDS = ("workflow_completed", "workflow_failed")
 RECENT_RECORDS = 64
 QUEUE_LIMIT = 4096
+ENDED_KEPT = 1000  # ended instances whose recent records stay in memory
 
 
 @dataclass
@@ -64,6 +65,7 @@ class LiveHub:
         self._loop_thread: int | None = None
         self._subscribers: dict[str, set[Subscription]] = {}
         self._instances: dict[str, _Instance] = {}
+        self._ended: deque[str] = deque(maxlen=ENDED_KEPT)
         self._on_new_record = on_new_record
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -95,8 +97,11 @@ class LiveHub:
         if record.get("event") in ("agent_reply", *TERMINAL_RECORDS):
             state.busy = False
         self._publish(instance_id, Item("record", record))
-        if record.get("event") in TERMINAL_RECORDS and not self._subscribers.get(instance_id):
-            self._instances.pop(instance_id, None)
+        if record.get("event") in TERMINAL_RECORDS:
+            # kept a while: the engine marks an instance ended a little after its last record
+            if len(self._ended) == self._ended.maxlen:
+                self._instances.pop(self._ended[0], None)
+            self._ended.append(instance_id)
 
     def _tokens(self, instance_id: str, step: str, delta: str, done: bool) -> None:
         state = self._instances.setdefault(instance_id, _Instance())

@@ -81,7 +81,7 @@ async def _reply(state: ServiceState, instance_id: str, record: dict[str, Any]) 
     if record.get("event") == "agent_reply":
         return {"instance_id": instance_id, "status": "waiting", "turn": record.get("turn"),
                 "reply": record.get("reply"), "output": None}
-    described = await state.runtime.describe(instance_id)
+    described = await state.describe(instance_id)
     status = "completed" if record.get("event") == "workflow_completed" else "failed"
     return {"instance_id": instance_id, "status": status, "turn": None, "reply": None,
             "output": described.get("output") if status == "completed" else None}

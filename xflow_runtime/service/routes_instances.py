@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from typing import Any
 
@@ -23,6 +24,7 @@ from xflow_runtime.service.waiting import idempotency_key, prefer_wait, settled
 router = APIRouter(prefix="/v1", tags=["instances"])
 _KEYS = uuid.UUID("6b1d3f0e-54a4-4c55-9a55-0c8e1e6f2a10")
 FINGERPRINT_LABEL = "xflow.idempotency_fingerprint"
+CORRELATION_PREFIX = "correlation."
 
 
 def service(request: Request) -> ServiceState:
@@ -65,7 +67,7 @@ async def start_instance(workflow_id: str, request: Request, principal: Principa
     data = {} if data is None else data
     _check_input(definition.plan, data)
     key = idempotency_key(idempotency)
-    labels: dict[str, str] = {}
+    labels = correlation_labels(request)
     instance_id = str(uuid.uuid4())
     if key is not None:
         instance_id = str(uuid.uuid5(_KEYS, json.dumps([principal.tenant, principal.user, workflow_id, key])))
@@ -85,11 +87,26 @@ async def start_instance(workflow_id: str, request: Request, principal: Principa
             await settled(subscription, wait)
     row = await state.runtime.status_row(instance_id)
     assert row is not None
-    response = _instance_response(request, state, row, 201, described=await state.runtime.describe(instance_id)
+    response = _instance_response(request, state, row, 201, described=await state.describe(instance_id)
                                   if wait else None)
     if wait:
         response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
+
+
+def correlation_labels(request: Request) -> dict[str, str]:
+    """``?correlation.<attribute>=<value>``: the CloudEvents extension values this instance
+    correlates on; only events carrying them are delivered to it (specs/service.md, "Events")."""
+    labels = {}
+    for name, value in request.query_params.multi_items():
+        if not name.startswith(CORRELATION_PREFIX):
+            continue
+        attribute = name[len(CORRELATION_PREFIX):]
+        if not re.fullmatch(r"[a-z0-9]{1,20}", attribute) or not 0 < len(value) <= 200:
+            raise Problem("invalid-parameter", f"{name}: a correlation attribute is 1-20 lowercase letters "
+                          "or digits, its value 1-200 characters")
+        labels[name] = value
+    return labels
 
 
 def _check_input(plan: Any, data: Any) -> None:
@@ -151,7 +168,7 @@ async def list_instances(request: Request, principal: Principal = Depends(curren
 async def get_instance(instance_id: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
     state = service(request)
     row = await state.owned(principal, instance_id)
-    described = await state.runtime.describe(instance_id)
+    described = await state.describe(instance_id)
     return instance_detail(row, described, await state.last_event(instance_id), base_url(request))
 
 
@@ -169,7 +186,7 @@ async def get_history(instance_id: str, request: Request, principal: Principal =
 async def cancel_instance(instance_id: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
     state = service(request)
     row = await state.owned(principal, instance_id)
-    status = status_of(row, None)
+    status = status_of(row, await state.last_event(instance_id))
     if status == "cancelled":
         return JSONResponse({"id": instance_id, "status": "cancelled"}, status_code=200)
     if status in TERMINAL:

@@ -61,6 +61,17 @@ class ServiceState:
             raise Problem("not-found", f"no instance {instance_id}")
         return row
 
+    async def describe(self, instance_id: str) -> dict[str, Any]:
+        """The runtime's description, completed from the hub: an instance's last records reach
+        the hub before the engine stores them and marks the instance ended."""
+        described = await self.runtime.describe(instance_id)
+        for record in self.hub.recent(instance_id):
+            if record.get("event") == "workflow_completed" and described.get("output") is None:
+                described["output"] = record.get("output")
+            elif record.get("event") == "workflow_failed" and described.get("error") is None:
+                described["error"] = record.get("error")
+        return described
+
     async def last_event(self, instance_id: str) -> str | None:
         """The event of the instance's latest history record (from the hub when it follows the
         instance, else from the durable history)."""

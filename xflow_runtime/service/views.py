@@ -21,8 +21,9 @@ TERMINAL = ("completed", "failed", "cancelled")
 
 def status_of(row: Mapping[str, Any], last_event: str | None) -> str:
     status = _STATUSES.get(str(row.get("status")), "running")
-    if status == "running" and last_event == "agent_reply":
-        return "waiting"
+    if status == "running":  # the last record may be ahead of the engine's status row
+        return {"agent_reply": "waiting", "workflow_completed": "completed",
+                "workflow_failed": "failed"}.get(last_event or "", "running")
     return status
 
 
