@@ -45,7 +45,7 @@ class ServiceProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 90.0) -> "ServiceProcess":
+    def start(self, timeout: float = 300.0) -> "ServiceProcess":
         self.port = free_port()
         command = [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(self.workflows),
                    "--db", self.db_url, "--port", str(self.port), "--auth", self.auth, "--key-cache-seconds", "0",
