@@ -374,3 +374,16 @@ async def test_branches_waiting_for_events_at_a_restart_each_get_their_own(tmp_p
         output = await second.instance("wb-1").result(timeout=60)
     assert output == {"left": {"n": 1}, "right": {"n": 2}}
 
+
+
+def test_instance_services_are_typed() -> None:
+    """What an instance sees is one typed object; a mapping with the same keys is accepted (the
+    ``run_workflow(services=…)`` convenience), and a misspelt key is an error, not ignored."""
+    from xflow_runtime.interpreter.context import ExecutionContext
+    from xflow_runtime.interpreter.services import Identity, InstanceServices
+
+    context = ExecutionContext(services={"identity": {"tenant": "acme", "user": "ann"}})
+    assert context.services == InstanceServices(identity=Identity("acme", "ann"))
+    assert ExecutionContext().services.identity == Identity("default", None)
+    with pytest.raises(TypeError, match="chat_memroy"):
+        InstanceServices.of({"chat_memroy": object()})

@@ -10,7 +10,7 @@ import pytest
 
 from xflow_runtime.memory.chat import ChatMemory
 from xflow_runtime.runtime import Runtime, run_sync
-from xflow_runtime.runtime_memory import chat_memory_url
+from xflow_runtime.runtime.memory import chat_memory_url
 
 
 

@@ -11,7 +11,7 @@ Two stores behind one small interface (:class:`ConversationStore`):
   the newest turn does not fit.
 - :class:`ChatMemoryConversations`: the persistent chat memory (``xflow_runtime.memory.chat``),
   used for scopes with a ``memoryId`` (or ``scope: user``) when the runtime provides one as
-  ``context.services["chat_memory"]``. Loading and storing
+  ``context.services.chat_memory``. Loading and storing
   go through ``port.run_step``, so a replay neither reads a different window nor stores twice.
 
 Scope: the state's ``memory`` settings resolved for the instance (``memoryId``, or
@@ -119,7 +119,7 @@ def conversations_for(run: Any, *, persistent: bool) -> ConversationStore:
     existing = getattr(run, attribute, None)
     if existing is not None:
         return existing
-    memory = (getattr(run.context, "services", None) or {}).get("chat_memory") if persistent else None
+    memory = run.context.services.chat_memory if persistent else None
     store: ConversationStore
     if memory is not None:
         store = ChatMemoryConversations(memory, run.port)

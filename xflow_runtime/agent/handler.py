@@ -100,12 +100,11 @@ def _finish(state: AIAgentState, data: Any, run: Any) -> Any:
 
 
 def _client(run: Any) -> LLMClient:
-    configured = (getattr(run.context, "services", None) or {}).get("llm")
-    if isinstance(configured, LLMClient):
-        return configured
-    if isinstance(configured, LLMSettings):
-        client = LLMClient(configured)
-        run.context.services["llm"] = client
+    services = run.context.services
+    if isinstance(services.llm, LLMClient):
+        return services.llm
+    if isinstance(services.llm, LLMSettings):
+        services.llm = client = LLMClient(services.llm)
         return client
     return default_client()
 
@@ -119,17 +118,17 @@ def _root(run: Any) -> Any:
 
 def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
     """Where this state's history lives. The identity (``tenant``, ``user``) is the instance's,
-    from ``services["identity"]``. A session scope without a memoryId is the instance's own
+    from ``services.identity``. A session scope without a memoryId is the instance's own
     history, shared by all its agent states whatever their ``agentName`` (so it is keyed by the
     top-level workflow id); with a memoryId, or in ``user`` mode, the ``agentName`` is part of the
     key (decided in ``specs/agent.md``)."""
     root = _root(run)
-    identity = (getattr(run.context, "services", None) or {}).get("identity") or {}
+    identity = run.context.services.identity
     memory = state.memory
     agent = f"workflow:{root.plan.workflow_id}" if _instance_scoped(state) else state.agent_name
     scope = memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
-                         tenant=identity.get("tenant") or "default", user=identity.get("user"))
-    epoch = identity.get("erasure_epoch")  # writes after an erasure of the user are refused
+                         tenant=identity.tenant, user=identity.user)
+    epoch = identity.erasure_epoch  # writes after an erasure of the user are refused
     return scope if epoch is None else dataclasses.replace(scope, erasure_epoch=epoch)
 
 

@@ -2,7 +2,7 @@
 
 The handler asks :func:`long_term_for` once per visit; it returns ``None`` (and imports nothing
 from :mod:`xflow_runtime.memory.longterm`) unless the state enables one of the two. Otherwise a
-:class:`LongTermHook` bound to the visit's scope — tenant and user from ``services["identity"]``
+:class:`LongTermHook` bound to the visit's scope — tenant and user from ``services.identity``
 (tenant ``"default"`` when absent), ``state.agent_name`` as the agent — that:
 
 - adds the three memory tools to the tools offered (``longTermMemory.enabled``);
@@ -13,7 +13,7 @@ from :mod:`xflow_runtime.memory.longterm`) unless the state enables one of the t
 - queues fact extraction after each stored turn, inside a recorded step.
 
 The :class:`~xflow_runtime.memory.longterm.LongTermMemory` comes from
-``services["long_term_memory"]``: an open one (tests, ``run_workflow``) or a
+``services.long_term_memory``: an open one (tests, ``run_workflow``) or a
 :class:`LazyLongTermMemory` (the :class:`~xflow_runtime.runtime.Runtime`, opened on first use).
 Decisions are in ``specs/agent.md`` ("Long-term memory").
 """
@@ -29,7 +29,6 @@ from typing import Any, Mapping, Sequence
 from xflow_runtime.errors import WorkflowError
 
 _log = logging.getLogger("xflow_runtime.agent")
-SERVICE = "long_term_memory"
 NOT_CONFIGURED = "LongTermMemoryUnavailable"
 
 
@@ -145,18 +144,17 @@ async def long_term_for(state: Any, run: Any) -> LongTermHook | None:
         return None
     from xflow_runtime.memory.longterm import MemoryScope, StepMemory
 
-    services = getattr(run.context, "services", None) or {}
-    service = services.get(SERVICE)
+    services = run.context.services
+    service = services.long_term_memory
     if service is None:
         raise WorkflowError(f"agent '{state.agent_name}' enables long-term memory, but this runtime has no "
                             "database for it (give the Runtime a database_url, or pass "
-                            f"services['{SERVICE}'] a LongTermMemory)", name=NOT_CONFIGURED, code=NOT_CONFIGURED)
+                            "services.long_term_memory a LongTermMemory)", name=NOT_CONFIGURED, code=NOT_CONFIGURED)
     memory = await service.memory() if isinstance(service, LazyLongTermMemory) else service
-    identity = services.get("identity") or {}
     long_term, extraction = state.long_term
     step = StepMemory(memory, long_term, extraction, state.ai_model)
-    scope = MemoryScope(tenant=identity.get("tenant") or "default", agent=state.agent_name,
-                        user=identity.get("user") or None, erasure_epoch=identity.get("erasure_epoch"))
+    scope = MemoryScope(tenant=services.identity.tenant, agent=state.agent_name,
+                        user=services.identity.user, erasure_epoch=services.identity.erasure_epoch)
     return LongTermHook(step, scope)
 
 

@@ -122,7 +122,7 @@ class Turn:
                               output_schema=None if state.output is None else state.output.schema,
                               output_name=_schema_name(state.agent_name))
         keys = {target: _api_key(target, self.data, self.run.variables) for target in targets_of(state.llm)}
-        result: ChatResult = await self.run.port.run_step(step, lambda: self.client.complete(state.llm, request, keys))
+        result: ChatResult = await self.run.port.run_step(step, lambda: self._complete(request, keys, step))
         usage = result["usage"]
         self.usage["calls"] += 1
         for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -132,6 +132,26 @@ class Turn:
         self.run.record("llm_call", state=state.name, step=step, model=result["model"], usage=dict(usage),
                         attempts=result["attempts"], latency_ms=result["latency_ms"])
         return result
+
+
+    async def _complete(self, request: ChatRequest, keys: dict[LLMTarget, str | None], step: str) -> ChatResult:
+        """The call itself (not run again on a durable replay); streamed when the runtime listens
+        for reply tokens."""
+        sink = self.run.context.services.reply_tokens
+        if sink is None:
+            return await self.client.complete(self.state.llm, request, keys)
+        instance_id = _root_instance_id(self.run)
+        try:
+            return await self.client.complete(self.state.llm, request, keys,
+                                              on_delta=lambda text: sink(instance_id, step, text, False))
+        finally:
+            sink(instance_id, step, "", True)
+
+
+def _root_instance_id(run: Any) -> str:
+    while getattr(run, "parent", None) is not None:
+        run = run.parent
+    return str(run.instance_id)
 
 
 def targets_of(node: LLMNode) -> list[LLMTarget]:

@@ -10,7 +10,7 @@ when an outcome finishes the conversation and the workflow ends, its output is p
 ``${ .memoryId }``; ``--llm-script FILE`` answers from a reply script instead of a provider.
 The instance runs in process, but its chat memory is persistent: the chat-memory database of
 ``--db URL`` (default ``$XFLOW_DATABASE_URL``, else ``./.xflow/xflow.db``; the rule is
-``runtime_memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
+``runtime.memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
 conversation. ``--ephemeral`` keeps the history in the instance only. ``--tenant``/``--user``
 scope the memory; ``--workflow FILE`` registers subflows.
 Exit codes: 0 finished (or quit), 1 the instance failed, 2 bad command line or definition.
@@ -52,7 +52,7 @@ def chat_command(args: Any) -> int:
     from contextlib import nullcontext
 
     from xflow_runtime.cli.run import long_term_options, read_input, read_secrets
-    from xflow_runtime.runtime_memory import chat_memory_url
+    from xflow_runtime.runtime.memory import chat_memory_url
 
     try:
         data = read_input(args.input)
@@ -88,6 +88,26 @@ class Chat:
     def __init__(self, reader: TextIO, writer: TextIO):
         self.reader, self.writer = reader, writer
         self.replies: asyncio.Queue[str] = asyncio.Queue()
+        self._streamed = ""    # reply text shown token by token in this turn
+        self._step_text = ""   # text of the LLM call being streamed
+        self._showing = False  # whether that call's text is being shown (not JSON)
+
+    def _on_tokens(self, instance_id: str, step: str, delta: str, done: bool) -> None:
+        """Plain-text answers appear as the model writes them; a structured (JSON) answer is
+        shown once, as its ``response``, when the turn ends."""
+        if done:
+            self._step_text, self._showing = "", False
+            return
+        if not self._step_text and not self._showing:
+            self._showing = not delta.lstrip().startswith(("{", "["))
+            if self._showing:
+                self._streamed = ""
+                self.writer.write("agent> ")
+        self._step_text += delta
+        if self._showing:
+            self._streamed += delta
+            self.writer.write(delta)
+            self.writer.flush()
 
     def _on_history(self, record: dict[str, Any]) -> None:
         if record.get("event") == "agent_reply":
@@ -102,7 +122,7 @@ class Chat:
             return 0
         data.setdefault("message", first)
         async with Runtime("inprocess", secrets=secrets, on_history=self._on_history,
-                           **(runtime_options or {})) as runtime:
+                           reply_tokens=self._on_tokens, **(runtime_options or {})) as runtime:
             plan = runtime.load(path)
             handle = await runtime.start(plan, data, **(identity or {}))
             result = asyncio.ensure_future(handle.result())
@@ -112,7 +132,12 @@ class Chat:
                 if not reply.done():
                     reply.cancel()
                     return self._finish(result)
-                self._say(f"agent> {reply.result()}")
+                text = reply.result()
+                if self._streamed and self._streamed.strip() == text.strip():
+                    self._say("")  # already shown token by token
+                else:
+                    self._say(f"agent> {text}")
+                self._streamed = ""
                 text = await self._ask()
                 if text is None:
                     result.cancel()

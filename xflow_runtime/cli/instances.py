@@ -62,7 +62,7 @@ def resume_command(args: argparse.Namespace) -> int:
 def list_command(args: argparse.Namespace) -> int:
     async def rows() -> list[dict[str, Any]]:
         from xflow_runtime.engine.durable_client import DurableStore
-        from xflow_runtime.runtime_execution import describe_status
+        from xflow_runtime.runtime.execution import describe_status
 
         status = args.status.upper() if args.status else None
         async with DurableStore(args.db) as store:
@@ -90,7 +90,7 @@ def show_command(args: argparse.Namespace) -> int:
     async def describe() -> dict[str, Any]:
         from xflow_runtime.engine.durable_client import DurableStore
         from xflow_runtime.runtime import UnknownInstance
-        from xflow_runtime.runtime_execution import describe_durable
+        from xflow_runtime.runtime.execution import describe_durable
 
         async with DurableStore(args.db) as store:
             status = await store.status(args.instance_id)

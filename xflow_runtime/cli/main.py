@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("xflow_runtime.cli.instances", "show one instance: states, inputs, outputs, errors, usage"),
     "chat": ("xflow_runtime.cli.chat", "talk to an agent workflow in the terminal"),
     "memory": ("xflow_runtime.cli.memory", "manage chat histories and long-term memories"),
+    "serve": ("xflow_runtime.cli.serve", "serve workflows over HTTP (instances, events, chat, streams)"),
+    "keys": ("xflow_runtime.cli.keys", "create, list and revoke API keys of xflow serve"),
 }
 
 

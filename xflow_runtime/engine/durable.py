@@ -243,6 +243,9 @@ class DurableEngine:
         await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
                               idempotency_key=idempotency_key)
 
+    async def cancel(self, instance_id: str) -> None:
+        await DBOS.cancel_workflow_async(instance_id)
+
     async def resume(self, instance_id: str) -> None:
         await DBOS.resume_workflow_async(instance_id)
 

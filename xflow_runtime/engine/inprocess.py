@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
 
 from xflow_runtime.engine.clock import VirtualClockLoop
 from xflow_runtime.interpreter.context import EventSink, ExecutionContext, FunctionInvoker, Observer, WorkflowRegistry
+from xflow_runtime.interpreter.services import InstanceServices
 from xflow_runtime.interpreter.events import EVENT_TOPIC
 from xflow_runtime.interpreter.execute import ExecutionResult, execute
 from xflow_runtime.plan.states import WorkflowPlan
@@ -109,7 +110,7 @@ async def run_workflow(plan: WorkflowPlan, input: Any = None, *,
                        invoker: FunctionInvoker | None = None,
                        observer: Observer | None = None,
                        event_sink: EventSink | None = None,
-                       services: Mapping[str, Any] | None = None) -> ExecutionResult:
+                       services: "InstanceServices | Mapping[str, Any] | None" = None) -> ExecutionResult:
     """Run one instance of ``plan`` in process and return how it ended (never raises for a
     workflow failure: look at ``result.status`` / ``result.error``)."""
     arguments: dict[str, Any] = dict(functions=functions, events=list(events), secrets=secrets, workflows=workflows,
@@ -158,13 +159,14 @@ def _run_on_virtual_loop(plan: WorkflowPlan, input: Any, arguments: dict[str, An
 async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callable[..., Any]] | None = None,
                events: Iterable[Mapping[str, Any]] = (), secrets: Mapping[str, Any] | None = None,
                workflows: Any = None, invoker: FunctionInvoker | None = None, observer: Observer | None = None,
-               event_sink: EventSink | None = None, services: Mapping[str, Any] | None = None) -> ExecutionResult:
+               event_sink: EventSink | None = None,
+               services: "InstanceServices | Mapping[str, Any] | None" = None) -> ExecutionResult:
     engine = InProcessEngine()
     for event in events:
         engine.send_event(event)
     context = ExecutionContext(functions=dict(functions or {}), invoker=invoker, secrets=dict(secrets or {}),
                                workflows=WorkflowRegistry.of(workflows), event_sink=event_sink,
-                               observer=observer, services=dict(services or {}))
+                               observer=observer, services=InstanceServices.of(services))
     owned_function_context = None
     if context.invoker is None:
         context.invoker, owned_function_context = _default_invoker(context, plan)

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from xflow_runtime.interpreter.services import InstanceServices
 from xflow_runtime.plan.functions import FunctionDef
 from xflow_runtime.plan.states import WorkflowPlan
 
@@ -72,7 +73,8 @@ class ExecutionContext:
       always found by its own id).
     - ``event_sink``: where produced events go (they are also listed on the result).
     - ``observer``: history hook, see :data:`Observer`.
-    - ``services``: free-form slots for extension states (the agent state's LLM and memory).
+    - ``services``: the instance's identity, LLM client and memories (read by the agent state;
+      a mapping with the same keys is accepted).
     """
 
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
@@ -82,13 +84,14 @@ class ExecutionContext:
     event_sink: EventSink | None = None
     observer: Observer | None = None
     instance_id: str | None = None
-    services: dict[str, Any] = field(default_factory=dict)
+    services: InstanceServices = field(default_factory=InstanceServices)
     #: Async subflows started with ``onParentComplete: continue``; the embedder may await them.
     detached: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.workflows, WorkflowRegistry):
             self.workflows = WorkflowRegistry.of(self.workflows)
+        self.services = InstanceServices.of(self.services)
 
     def register_function(self, name: str, function: Callable[..., Any]) -> None:
         """Implement the workflow function ``name`` with a plain Python callable (sync or async)."""

@@ -20,7 +20,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, TypedDict
+from typing import Any, Callable, Mapping, Sequence, TypedDict
 
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.llm.config import LLMNode, LLMTarget
@@ -103,15 +103,18 @@ class LLMClient:
         self.settings = settings or LLMSettings()
         self.rng = rng or random.Random()
 
-    async def complete(self, node: LLMNode, request: ChatRequest, api_keys: Mapping[LLMTarget, str | None]) -> ChatResult:
+    async def complete(self, node: LLMNode, request: ChatRequest, api_keys: Mapping[LLMTarget, str | None], *,
+                       on_delta: Callable[[str], None] | None = None) -> ChatResult:
         """Answer ``request`` from ``node``. ``api_keys`` holds each target's evaluated ``apiKey``
-        (the caller evaluates the templates, because only it knows the data and ``$SECRETS``)."""
+        (the caller evaluates the templates, because only it knows the data and ``$SECRETS``).
+        With ``on_delta`` the call streams and ``on_delta`` gets each piece of text as it arrives
+        (the result is the same assembled answer)."""
         attempts: list[dict[str, Any]] = []
         started = time.perf_counter()
 
         async def call_target(target: LLMTarget) -> ChatResult:
             try:
-                return await self._call(target, request, api_keys.get(target))
+                return await self._call(target, request, api_keys.get(target), on_delta)
             except WorkflowError as error:
                 attempts.append({"model": target.model, "code": error.code, "status": error.status})
                 raise
@@ -121,7 +124,8 @@ class LLMClient:
         result["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
-    async def _call(self, target: LLMTarget, request: ChatRequest, api_key: str | None) -> ChatResult:
+    async def _call(self, target: LLMTarget, request: ChatRequest, api_key: str | None,
+                    on_delta: Callable[[str], None] | None = None) -> ChatResult:
         litellm = _litellm()
         model = target.model
         kwargs: dict[str, Any] = {**target.params, **self.settings.extra_params}
@@ -142,11 +146,27 @@ class LLMClient:
         if request.output_schema is not None:
             kwargs["response_format"] = _response_format(litellm, model, request, messages)
         try:
-            response = await litellm.acompletion(model=model, messages=messages, max_retries=0,
-                                                 _skip_mcp_handler=True, **kwargs)
+            if on_delta is None:
+                response = await litellm.acompletion(model=model, messages=messages, max_retries=0,
+                                                     _skip_mcp_handler=True, **kwargs)
+            else:
+                response = await _streamed(litellm, on_delta, model=model, messages=messages, max_retries=0,
+                                           _skip_mcp_handler=True, **kwargs)
         except Exception as error:  # every provider failure becomes a WorkflowError
             raise provider_error(error, target.model) from None
         return _result(litellm, response, target.model)
+
+
+async def _streamed(litellm: Any, on_delta: Callable[[str], None], **kwargs: Any) -> Any:
+    """A streamed call, assembled into the response a plain call returns (usage included)."""
+    stream = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **kwargs)
+    chunks = []
+    async for chunk in stream:
+        chunks.append(chunk)
+        text = chunk.choices[0].delta.content if chunk.choices else None
+        if text:
+            on_delta(text)
+    return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
 
 
 def _response_format(litellm: Any, model: str, request: ChatRequest, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -211,7 +231,7 @@ _default_client: LLMClient | None = None
 
 
 def configure_default_client(client: LLMClient | LLMSettings | None) -> None:
-    """Set the client AI states use when the runtime provides none (``services["llm"]``).
+    """Set the client AI states use when the runtime provides none (``services.llm``).
     ``xflow run --llm-script`` uses this to answer from the scripted model server."""
     global _default_client
     _default_client = LLMClient(client) if isinstance(client, LLMSettings) else client

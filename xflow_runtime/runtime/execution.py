@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
-from xflow_runtime.runtime_memory import LazyChatMemory
+from xflow_runtime.interpreter.services import Identity, InstanceServices
+from xflow_runtime.runtime.memory import LazyChatMemory
 
 if TYPE_CHECKING:
+    from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime import Runtime
 
@@ -47,20 +49,20 @@ class Services:
         url = runtime.chat_memory_url
         if url is not None:
             self.chat_memory = LazyChatMemory(url)
-        self.long_term_memory: Any = None  # same database as chat memory: one erasure covers both
+        self.long_term_memory: "LazyLongTermMemory | None" = None  # same database as chat memory: one erasure covers both
         if url is not None:
             from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
 
             self.long_term_memory = LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
 
-    async def identity(self, tenant: str, user: str | None) -> dict[str, Any]:
+    async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's
         erasure epoch at the start, so the instance's memory writes after an erasure of the user
         are refused (specs/memory-longterm.md, privacy)."""
-        identity: dict[str, Any] = {"tenant": tenant, "user": user}
+        epoch = None
         if user and self.chat_memory is not None:
-            identity["erasure_epoch"] = await self.chat_memory.erasure_epoch(tenant, user)
-        return identity
+            epoch = await self.chat_memory.erasure_epoch(tenant, user)
+        return Identity(tenant=tenant, user=user, erasure_epoch=epoch)
 
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))
@@ -76,16 +78,10 @@ class Services:
             self._function_contexts[id(plan)] = context
         return context
 
-    def for_instance(self, identity: Mapping[str, Any]) -> dict[str, Any]:
+    def for_instance(self, identity: Identity) -> InstanceServices:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
-        services: dict[str, Any] = {"identity": dict(identity)}
-        if self.runtime.llm is not None:
-            services["llm"] = self.runtime.llm
-        if self.chat_memory is not None:
-            services["chat_memory"] = self.chat_memory
-        if self.long_term_memory is not None:
-            services["long_term_memory"] = self.long_term_memory
-        return services
+        return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
+                                long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
@@ -98,7 +94,7 @@ class Services:
 
 
 async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: Any, *,
-                  instance_id: str, history: HistoryBuffer, identity: Mapping[str, Any],
+                  instance_id: str, history: HistoryBuffer, identity: Identity,
                   workflows: Sequence["WorkflowPlan"] = ()) -> Any:
     """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`. ``identity``
     (``tenant``, ``user``) scopes chat memory; ``workflows`` are what ``subFlowRef`` can name."""
@@ -159,12 +155,11 @@ class LocalInstance:
 
     @classmethod
     def start(cls, services: Services, plan: "WorkflowPlan", input: Any, instance_id: str, *,
-              identity: Mapping[str, Any], workflows: Sequence["WorkflowPlan"]) -> "LocalInstance":
+              identity: Identity, workflows: Sequence["WorkflowPlan"]) -> "LocalInstance":
         from xflow_runtime.engine.inprocess import InProcessEngine
 
         engine = InProcessEngine()
-        listeners = [services.runtime.on_history] if services.runtime.on_history else []
-        history = HistoryBuffer(listeners=listeners, keep=True)
+        history = HistoryBuffer(listeners=services.runtime.history_listeners(instance_id), keep=True)
         task = asyncio.ensure_future(execute(services, plan, input, engine, instance_id=instance_id,
                                              history=history, identity=identity, workflows=workflows))
         return cls(engine, task, history, instance_id)
@@ -200,6 +195,7 @@ def describe_status(status: Any) -> dict[str, Any]:
         "file": workflow.get("path"),
         "tenant": (request.get("identity") or {}).get("tenant"),
         "user": (request.get("identity") or {}).get("user"),
+        "labels": request.get("labels") or {},
         "created_at": _seconds(status.created_at),
         "updated_at": _seconds(status.updated_at),
         "completed_at": _seconds(getattr(status, "completed_at", None)),

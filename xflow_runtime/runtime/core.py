@@ -14,6 +14,7 @@ is the blocking one-shot convenience. The full contract is in ``specs/python-api
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,19 +22,23 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer
-from xflow_runtime import runtime_execution as execution
-from xflow_runtime.runtime_handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
-from xflow_runtime.runtime_memory import DEFAULT_TENANT, chat_memory_url
+from xflow_runtime.runtime import execution
+from xflow_runtime.runtime.handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
+from xflow_runtime.interpreter.services import DEFAULT_TENANT, Identity
+from xflow_runtime.runtime.memory import chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
     from xflow_runtime.functions.context import HttpSettings
+    from xflow_runtime.interpreter.services import ReplyTokenSink
     from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.memory.longterm import LongTermOptions
     from xflow_runtime.plan.states import WorkflowPlan
 
 EngineName = Literal["inprocess", "durable"]
 EventListener = Callable[[dict[str, Any]], None]
+#: Receives (instance id, history record) for every record of every instance.
+InstanceHistoryListener = Callable[[str, dict[str, Any]], None]
 
 
 class Runtime:
@@ -46,10 +51,13 @@ class Runtime:
     an instance produces; ``on_history`` every history record as it is reported. ``workflows``
     are the subflows ``subFlowRef`` can name (plans or files; more with :meth:`register`);
     ``http`` configures REST/GraphQL calls; ``llm`` the LLM client of ``aiagent`` states.
+    ``on_instance_history`` receives ``(instance_id, record)`` (a server fans records out per
+    instance); ``reply_tokens`` receives the reply text of ``aiagent`` LLM calls as the model
+    produces it (:class:`~xflow_runtime.interpreter.services.ReplyTokenSink`; the calls stream then).
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
-    state needs it, at :func:`~xflow_runtime.runtime_memory.chat_memory_url` of its database
+    state needs it, at :func:`~xflow_runtime.runtime.memory.chat_memory_url` of its database
     (``chat_memory="URL"`` overrides, ``chat_memory=False`` keeps histories in the instance).
     Long-term memory (``longTermMemory`` / ``factExtraction`` states) lives in the same database,
     opened when the first such state runs; opening it resumes, in the background, the extraction
@@ -72,7 +80,9 @@ class Runtime:
                  http: "HttpSettings | None" = None,
                  llm: "LLMSettings | LLMClient | None" = None,
                  chat_memory: str | bool | None = None,
-                 long_term: "LongTermOptions | None" = None) -> None:
+                 long_term: "LongTermOptions | None" = None,
+                 on_instance_history: InstanceHistoryListener | None = None,
+                 reply_tokens: "ReplyTokenSink | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -81,6 +91,8 @@ class Runtime:
         self.secrets = dict(secrets or {})
         self.on_event = on_event
         self.on_history = on_history
+        self.on_instance_history = on_instance_history
+        self.reply_tokens = reply_tokens
         self.executor_id = executor_id
         self.http = http
         self.llm = _llm_client(llm)
@@ -160,6 +172,13 @@ class Runtime:
         self._subflows[ref.sha256] = plan
         return plan
 
+    def source_of(self, plan: "WorkflowPlan") -> WorkflowRef:
+        """Where a plan of this runtime came from (file, SHA-256 and text)."""
+        ref = self._refs.get(id(plan))
+        if ref is None:
+            raise XFlowError("not a plan returned by this runtime's load()")
+        return ref
+
     def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
         plan = self._plans.get(ref.sha256)
         if plan is None:
@@ -176,11 +195,12 @@ class Runtime:
     # --- instances -------------------------------------------------------------------------------
     async def start(self, plan: "WorkflowPlan", input: Any = None, *,
                     instance_id: str | None = None, tenant: str | None = None,
-                    user: str | None = None) -> InstanceHandle:
+                    user: str | None = None, labels: Mapping[str, str] | None = None) -> InstanceHandle:
         """Start an instance of ``plan`` with ``input`` (a JSON-like value; ``None`` means ``{}``).
         ``tenant`` (default ``"default"``) and ``user`` (the authenticated caller, if any) scope
         the instance's chat memory. On the durable engine, starting again with an existing
-        ``instance_id`` attaches to that instance instead of starting a second one."""
+        ``instance_id`` attaches to that instance instead of starting a second one. ``labels``
+        (strings) are recorded with a durable instance and listed with it."""
         await self.open()
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
@@ -191,7 +211,7 @@ class Runtime:
                 raise XFlowError("a durable runtime runs plans returned by its own load()")
             subflows = [self._refs[id(p)].to_dict() for p in self._subflows.values() if p is not plan]
             request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
-                       "identity": identity, "subflows": subflows}
+                       "identity": identity.to_dict(), "subflows": subflows, "labels": dict(labels or {})}
             await self._durable.start(instance_id, request)
         else:
             if instance_id in self._local:
@@ -213,6 +233,20 @@ class Runtime:
             raise UnknownInstance(f"no instance {instance_id!r} in {engine.display_url}")
         await engine.resume(instance_id)
         return InstanceHandle(self, instance_id)
+
+    async def cancel(self, instance_id: str) -> None:
+        """Stop an instance: a durable one is marked cancelled (``resume`` continues it after its
+        last completed step); an in-process one is cancelled outright."""
+        await self.open()
+        if self._durable is not None:
+            if await self._durable.status(instance_id) is None:
+                raise UnknownInstance(f"no instance {instance_id!r}")
+            await self._durable.cancel(instance_id)
+            return
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        instance.cancel()
 
     async def send_event(self, event: Mapping[str, Any], *, instance_id: str | None = None) -> None:
         """Deliver a CloudEvent (a dict with ``type``, ``source``, ``data``…) to one instance, or
@@ -270,10 +304,25 @@ class Runtime:
         return await instance.result()
 
     # --- inspection (durable) --------------------------------------------------------------------
-    async def list_instances(self, *, limit: int | None = 50) -> list[dict[str, Any]]:
-        """The most recent durable instances, newest first (id, status, workflow, times)."""
+    async def list_instances(self, *, limit: int | None = 50,
+                             status: str | None = None) -> list[dict[str, Any]]:
+        """The most recent durable instances, newest first (id, status, workflow, tenant, user,
+        times); ``status`` a DBOS status (``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
         engine = await self._require_durable("list instances")
-        return [execution.describe_status(s) for s in await engine.list(limit=limit)]
+        return [execution.describe_status(s) for s in await engine.list(limit=limit, status=status)]
+
+    async def status_row(self, instance_id: str) -> dict[str, Any] | None:
+        """One durable instance as :meth:`list_instances` lists it, or ``None`` if unknown."""
+        engine = await self._require_durable("look an instance up")
+        status = await engine.status(instance_id)
+        return None if status is None else execution.describe_status(status)
+
+    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+        """The history records of an instance written so far, in ``seq`` order."""
+        if self._durable is None and instance_id in self._local:
+            return list(self._local[instance_id].history.records)
+        engine = await self._require_durable("read a history")
+        return await engine.history(instance_id)
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         """One instance: status, input, output, error, and its history of states (input, output,
@@ -297,8 +346,8 @@ class Runtime:
     async def _run_durable_body(self, request: dict[str, Any], port: Any) -> Any:
         plan = self._plan_for(request["workflow"])
         subflows = [self._plan_for(recorded) for recorded in request.get("subflows", ())]
-        identity = request.get("identity") or {"tenant": DEFAULT_TENANT, "user": None}
-        port.history = HistoryBuffer(listeners=self._history_listeners())
+        identity = Identity.of(request.get("identity"))
+        port.history = HistoryBuffer(listeners=self.history_listeners(port.instance_id))
         try:
             return await execution.execute(self._services, plan, request["input"], port,
                                            instance_id=port.instance_id, history=port.history,
@@ -308,8 +357,11 @@ class Runtime:
         finally:
             await port.flush()
 
-    def _history_listeners(self) -> list[EventListener]:
-        return [self.on_history] if self.on_history else []
+    def history_listeners(self, instance_id: str) -> list[EventListener]:
+        listeners = [self.on_history] if self.on_history else []
+        if self.on_instance_history is not None:
+            listeners.append(functools.partial(self.on_instance_history, instance_id))
+        return listeners
 
 
 def _llm_client(llm: "LLMSettings | LLMClient | None") -> "LLMClient | None":

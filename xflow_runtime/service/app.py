@@ -1,0 +1,95 @@
+"""``create_app(runtime, workflows=DIR, auth=…)``: the runtime as an HTTP service (FastAPI).
+
+Run it alone (``xflow serve``) or mount it into another ASGI app. A mounted app's lifespan is not
+run by Starlette, so the app also opens itself on its first request; a host that wants the
+runtime opened (and recovered instances resumed) at its own startup uses
+``async with service_lifespan(app): …``. Routers are separate modules so other areas (memory,
+SonataFlow routes) add theirs with ``app.include_router`` on the same :class:`ServiceState`."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from fastapi import FastAPI
+
+from xflow_runtime.service import routes_chat, routes_events, routes_instances, routes_ops
+from xflow_runtime.service.catalog import WorkflowCatalog
+from xflow_runtime.service.live import LiveHub
+from xflow_runtime.service.metrics import ServiceMetrics
+from xflow_runtime.service.middleware import ServiceMiddleware
+from xflow_runtime.service.problems import install_problem_handlers
+from xflow_runtime.service.state import ServiceOptions, ServiceState
+
+if TYPE_CHECKING:
+    from xflow_runtime.runtime import Runtime
+    from xflow_runtime.service.auth import Authenticator
+
+API_VERSION = "1.0.0"
+
+
+def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
+               options: ServiceOptions | None = None) -> FastAPI:
+    if runtime.engine_name != "durable":
+        from xflow_runtime.errors import XFlowError
+
+        raise XFlowError("the service runs a durable runtime (Runtime('durable', …))")
+    metrics = ServiceMetrics()
+    state = ServiceState(runtime=runtime, catalog=WorkflowCatalog(runtime, workflows), auth=auth,
+                         hub=LiveHub(), metrics=metrics, options=options or ServiceOptions())
+    state.hub = LiveHub(on_new_record=_metrics_feed(state))
+    _wire(runtime, state.hub)
+    app = FastAPI(title="xflow-runtime", version=API_VERSION, lifespan=_lifespan, docs_url=None, redoc_url=None,
+                  description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
+    app.state.xflow = state
+    install_problem_handlers(app)
+    for module in (routes_instances, routes_events, routes_chat, routes_ops):
+        app.include_router(module.router)
+    app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics)
+    return app
+
+
+def _wire(runtime: "Runtime", hub: LiveHub) -> None:
+    """The runtime reports every record and reply token to the hub (after any listener the
+    embedder installed)."""
+    previous_history, previous_tokens = runtime.on_instance_history, runtime.reply_tokens
+
+    def on_history(instance_id: str, record: dict[str, Any]) -> None:
+        if previous_history is not None:
+            previous_history(instance_id, record)
+        hub.record(instance_id, record)
+
+    def on_tokens(instance_id: str, step: str, delta: str, done: bool) -> None:
+        if previous_tokens is not None:
+            previous_tokens(instance_id, step, delta, done)
+        hub.tokens(instance_id, step, delta, done)
+
+    runtime.on_instance_history = on_history
+    runtime.reply_tokens = on_tokens
+
+
+def _metrics_feed(state: ServiceState) -> Any:
+    entered: dict[str, tuple[float, str]] = {}
+
+    def feed(instance_id: str, record: dict[str, Any]) -> None:
+        workflow = state.workflow_of.get(instance_id, "other")
+        state.metrics.observe_record(workflow, record, entered, instance_id)
+        if record.get("event") in ("workflow_completed", "workflow_failed"):
+            state.workflow_of.pop(instance_id, None)
+
+    return feed
+
+
+@asynccontextmanager
+async def service_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    state: ServiceState = app.state.xflow
+    await state.open()
+    try:
+        yield
+    finally:
+        state.draining = True
+        await state.runtime.close()
+
+
+_lifespan = service_lifespan

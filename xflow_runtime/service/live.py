@@ -1,0 +1,173 @@
+"""What is happening now, in this process: history records and reply tokens of running
+instances, fanned out to SSE streams and to chat requests waiting for a reply.
+
+The runtime calls :meth:`LiveHub.record` for every history record (replayed ones included, after
+a restart) and :meth:`LiveHub.tokens` for reply text as the model produces it. Nothing here is
+durable: a stream first replays the durable history, then follows the hub, and drops records
+it already sent (by ``seq``). Each subscription is a bounded queue; a reader too slow to keep up
+is cut off (its stream ends; it reconnects with ``Last-Event-ID``) instead of growing memory."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from contextlib import contextmanager
+
+TERMINAL_RECORDS = ("workflow_completed", "workflow_failed")
+RECENT_RECORDS = 64
+QUEUE_LIMIT = 4096
+ENDED_KEPT = 1000  # ended instances whose recent records stay in memory
+
+
+@dataclass
+class Item:
+    kind: str  # "record" | "delta" | "reply_end" | "status" | "overflow"
+    data: dict[str, Any]
+
+
+class Subscription:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Item] = asyncio.Queue(QUEUE_LIMIT + 1)
+        self.overflowed = False
+
+    def put(self, item: Item) -> None:
+        if self.overflowed:
+            return
+        if self.queue.qsize() >= QUEUE_LIMIT:
+            self.overflowed = True
+            item = Item("overflow", {})
+        self.queue.put_nowait(item)
+
+    async def get(self, timeout: float | None) -> Item | None:
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+
+
+@dataclass
+class _Instance:
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_RECORDS))
+    last_event: str | None = None
+    max_seq: int = -1
+    reply_step: str | None = None
+    reply_text: str = ""
+    busy: bool = False  # a chat message was accepted and its reply is not out yet
+
+
+class LiveHub:
+    def __init__(self, *, on_new_record: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._subscribers: dict[str, set[Subscription]] = {}
+        self._instances: dict[str, _Instance] = {}
+        self._ended: deque[str] = deque(maxlen=ENDED_KEPT)
+        self._on_new_record = on_new_record
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    # --- fed by the runtime ------------------------------------------------------------------
+    def record(self, instance_id: str, record: dict[str, Any]) -> None:
+        self._on_loop(self._record, instance_id, record)
+
+    def tokens(self, instance_id: str, step: str, delta: str, done: bool) -> None:
+        self._on_loop(self._tokens, instance_id, step, delta, done)
+
+    def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            function(*args)
+        else:
+            self._loop.call_soon_threadsafe(function, *args)
+
+    def _record(self, instance_id: str, record: dict[str, Any]) -> None:
+        state = self._instances.setdefault(instance_id, _Instance())
+        seq = int(record.get("seq", -1))
+        if seq > state.max_seq:
+            state.max_seq = seq
+            state.recent.append(record)
+            state.last_event = record.get("event")
+            if self._on_new_record is not None:
+                self._on_new_record(instance_id, record)
+        if record.get("event") in ("agent_reply", *TERMINAL_RECORDS):
+            state.busy = False
+        self._publish(instance_id, Item("record", record))
+        if record.get("event") in TERMINAL_RECORDS:
+            # kept a while: the engine marks an instance ended a little after its last record
+            if len(self._ended) == self._ended.maxlen:
+                self._instances.pop(self._ended[0], None)
+            self._ended.append(instance_id)
+
+    def _tokens(self, instance_id: str, step: str, delta: str, done: bool) -> None:
+        state = self._instances.setdefault(instance_id, _Instance())
+        if done:
+            state.reply_step, state.reply_text = None, ""
+            self._publish(instance_id, Item("reply_end", {"step": step}))
+            return
+        if state.reply_step != step:
+            state.reply_step, state.reply_text = step, ""
+        state.reply_text += delta
+        self._publish(instance_id, Item("delta", {"step": step, "text": delta}))
+
+    def status(self, instance_id: str, status: str) -> None:
+        """A status change that writes no history record (cancelled, resumed)."""
+        self._publish(instance_id, Item("status", {"status": status}))
+
+    def _publish(self, instance_id: str, item: Item) -> None:
+        for subscription in self._subscribers.get(instance_id, ()):
+            subscription.put(item)
+
+    # --- read by the routes ------------------------------------------------------------------
+    @contextmanager
+    def subscribe(self, instance_id: str) -> Iterator[Subscription]:
+        subscription = Subscription()
+        self._subscribers.setdefault(instance_id, set()).add(subscription)
+        try:
+            yield subscription
+        finally:
+            subscribers = self._subscribers.get(instance_id)
+            if subscribers is not None:
+                subscribers.discard(subscription)
+                if not subscribers:
+                    del self._subscribers[instance_id]
+
+    def recent(self, instance_id: str) -> list[dict[str, Any]]:
+        state = self._instances.get(instance_id)
+        return list(state.recent) if state else []
+
+    def last_event(self, instance_id: str) -> str | None:
+        state = self._instances.get(instance_id)
+        return state.last_event if state else None
+
+    def max_seq(self, instance_id: str) -> int | None:
+        state = self._instances.get(instance_id)
+        return None if state is None or state.max_seq < 0 else state.max_seq
+
+    def reply_in_progress(self, instance_id: str) -> tuple[str, str] | None:
+        state = self._instances.get(instance_id)
+        if state is None or state.reply_step is None:
+            return None
+        return state.reply_step, state.reply_text
+
+    def claim_turn(self, instance_id: str) -> bool:
+        """Take the instance's next turn for one chat message; ``False`` if another holds it.
+        No await between the check and the set: one of two concurrent messages wins."""
+        state = self._instances.setdefault(instance_id, _Instance())
+        if state.busy:
+            return False
+        state.busy = True
+        return True
+
+    def release_turn(self, instance_id: str) -> None:
+        state = self._instances.get(instance_id)
+        if state is not None:
+            state.busy = False
+
+    @property
+    def tracked(self) -> int:
+        return len(self._instances)

@@ -1,0 +1,94 @@
+"""What every route of one app shares (``app.state.xflow``), and the one way a route reaches an
+instance: :meth:`ServiceState.owned` answers 404 for an instance that does not exist *and* for
+one the caller may not see, so existence never leaks across tenants."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xflow_runtime.service.catalog import WorkflowCatalog
+from xflow_runtime.service.live import LiveHub
+from xflow_runtime.service.metrics import ServiceMetrics
+from xflow_runtime.service.principal import Principal
+from xflow_runtime.service.problems import Problem
+
+if TYPE_CHECKING:
+    from xflow_runtime.runtime import Runtime
+    from xflow_runtime.service.auth import Authenticator
+
+
+@dataclass
+class ServiceOptions:
+    max_body_bytes: int = 1_000_000
+    max_wait_seconds: float = 60.0     # Prefer: wait=N on a start is capped here
+    reply_timeout_seconds: float = 120.0  # a chat message waits this long for the reply
+    heartbeat_seconds: float = 15.0
+    max_page_size: int = 200
+
+
+@dataclass
+class ServiceState:
+    runtime: "Runtime"
+    catalog: WorkflowCatalog
+    auth: "Authenticator"
+    hub: LiveHub
+    metrics: ServiceMetrics
+    options: ServiceOptions
+    draining: bool = False
+    workflow_of: dict[str, str] = field(default_factory=dict)  # instance id → workflow id (metrics labels)
+    opened: bool = False
+    _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def open(self) -> None:
+        """Open the runtime (DBOS recovers pending instances) and load the definitions; run by the
+        lifespan, or by the first request of a mounted app whose lifespan never ran."""
+        if self.opened:
+            return
+        async with self._opening:
+            if not self.opened:
+                self.hub.bind(asyncio.get_running_loop())
+                await self.runtime.open()
+                self.catalog.refresh(force=True)
+                await asyncio.to_thread(_import_llm)
+                self.opened = True
+
+    async def owned(self, principal: Principal, instance_id: str) -> dict[str, Any]:
+        """The status row of an instance the caller may see, else 404."""
+        row = await self.runtime.status_row(instance_id) if _plausible(instance_id) else None
+        if row is None or not principal.may_see(row.get("tenant"), row.get("user")):
+            raise Problem("not-found", f"no instance {instance_id}")
+        return row
+
+    async def describe(self, instance_id: str) -> dict[str, Any]:
+        """The runtime's description, completed from the hub: an instance's last records reach
+        the hub before the engine stores them and marks the instance ended."""
+        described = await self.runtime.describe(instance_id)
+        for record in self.hub.recent(instance_id):
+            if record.get("event") == "workflow_completed" and described.get("output") is None:
+                described["output"] = record.get("output")
+            elif record.get("event") == "workflow_failed" and described.get("error") is None:
+                described["error"] = record.get("error")
+        return described
+
+    async def last_event(self, instance_id: str) -> str | None:
+        """The event of the instance's latest history record (from the hub when it follows the
+        instance, else from the durable history)."""
+        known = self.hub.last_event(instance_id)
+        if known is not None:
+            return known
+        records = await self.runtime.history(instance_id)
+        return records[-1].get("event") if records else None
+
+
+def _import_llm() -> None:
+    """litellm takes seconds to import; done here, off the loop, not in the first agent call
+    (which would block every request meanwhile)."""
+    from xflow_runtime.llm.client import _litellm
+
+    _litellm()
+
+
+def _plausible(instance_id: str) -> bool:
+    return 0 < len(instance_id) <= 200 and instance_id.isprintable()
