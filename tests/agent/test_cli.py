@@ -30,6 +30,16 @@ def test_run_the_support_agent_example_from_a_reply_script(tmp_path):
     assert output["sources"] == ["https://docs.example.com/search?q=refund+policy"]
 
 
+def test_the_minimal_agent_example_runs_without_output_or_outcomes(tmp_path):
+    done = xflow("validate", str(ROOT / "workflows/minimal-agent.yaml"))
+    assert done.returncode == 0 and "0 error(s), 0 warning(s)" in done.stderr, done.stdout + done.stderr
+    done = xflow("run", str(ROOT / "workflows/minimal-agent.yaml"), "--ephemeral",
+                 "--llm-script", str(ROOT / "workflows/minimal-agent.replies.yaml"),
+                 "--input", json.dumps({"question": "Capital of France?"}), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"question": "Capital of France?", "response": "Paris is the capital of France."}
+
+
 def test_a_missing_reply_script_is_a_usage_error(tmp_path):
     done = xflow("run", str(ROOT / "workflows/support-agent.yaml"), "--ephemeral", "--llm-script", "nope.yaml",
                  cwd=tmp_path)

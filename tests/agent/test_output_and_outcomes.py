@@ -136,6 +136,8 @@ states:
 """)
     with pytest.raises(DefinitionError, match="'userMessage' is required"):
         plan("start: a\nstates: [{name: a, type: aiagent, agentName: x, agentOutcomes: [], end: true}]")
+    with pytest.raises(DefinitionError, match="an agent without outcomes.*needs the state's own"):
+        plan("start: a\nstates: [{name: a, type: aiagent, agentName: x, userMessage: hi}]")
     with pytest.raises(DefinitionError, match="tools/0/name: 'bad name!' must be"):
         plan("start: a\nstates: [{name: a, type: aiagent, agentName: x, userMessage: h, end: true, "
              "tools: [{name: 'bad name!', execution: {functionRef: f}}]}]")

@@ -63,7 +63,7 @@ class Charges:
     def __init__(self) -> None:
         self.calls: list[int] = []
 
-    def __call__(self, amount: int) -> dict[str, Any]:
+    def __call__(self, *, amount: int) -> dict[str, Any]:
         self.calls.append(amount)
         return {"charged": amount}
 
@@ -238,7 +238,7 @@ async def test_a_timeout_that_fired_fires_again_on_replay(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 's.sqlite'}"
     calls: list[int] = []
 
-    async def slow_charge(amount: int) -> dict[str, Any]:
+    async def slow_charge(*, amount: int) -> dict[str, Any]:
         calls.append(amount)
         await asyncio.sleep(1.0)
         return {"charged": amount}

@@ -12,7 +12,7 @@ def add(a: int, b: int) -> dict:
     return {"sum": a + b, "thread": threading.current_thread().name}
 
 
-async def slow_echo(value: str) -> dict:
+async def slow_echo(*, value: str) -> dict:
     await asyncio.sleep(0)
     return {"echo": value}
 
@@ -21,11 +21,15 @@ def whole(payload) -> dict:
     return {"got": payload}
 
 
+def everything(**members) -> dict:
+    return {"members": members}
+
+
 def nothing() -> str:
     return "called without arguments"
 
 
-def charge(amount: int) -> dict:
+def charge(*, amount: int) -> dict:
     raise InsufficientFunds(f"cannot charge {amount}")
 
 
@@ -35,7 +39,7 @@ def returns_set() -> set:
 
 class Greeter:
     @staticmethod
-    def hello(name: str) -> str:
+    def hello(*, name: str) -> str:
         return f"hello {name}"
 
 

@@ -24,19 +24,28 @@ async def test_async_function_is_awaited(context):
     assert await invoke_function(custom("echo", f"{MODULE}:slow_echo"), {"value": "hi"}, context=context) == {"echo": "hi"}
 
 
-async def test_non_object_argument_is_passed_positionally(context):
+async def test_one_parameter_receives_the_arguments_whole_whatever_their_type(context):
     fn = custom("whole", f"{MODULE}:whole")
     assert await invoke_function(fn, [1, 2], context=context) == {"got": [1, 2]}
     assert await invoke_function(fn, "text", context=context) == {"got": "text"}
-
-
-async def test_object_with_non_identifier_keys_is_passed_whole(context):
-    fn = custom("whole", f"{MODULE}:whole")
+    assert await invoke_function(fn, {"payload": 1}, context=context) == {"got": {"payload": 1}}
     assert await invoke_function(fn, {"first-name": "Ada"}, context=context) == {"got": {"first-name": "Ada"}}
+    assert await invoke_function(fn, None, context=context) == {"got": None}
 
 
-async def test_null_arguments_call_without_arguments(context):
+async def test_keyword_parameters_receive_the_members_whatever_the_keys(context):
+    fn = custom("everything", f"{MODULE}:everything")
+    assert await invoke_function(fn, {"first-name": "Ada", "x": 1}, context=context) == {
+        "members": {"first-name": "Ada", "x": 1}}
+    assert await invoke_function(fn, None, context=context) == {"members": {}}
+    with pytest.raises(WorkflowError) as caught:
+        await invoke_function(fn, [1, 2], context=context)
+    assert caught.value.code == "InvalidArguments" and "must be an object" in str(caught.value)
+
+
+async def test_no_parameters_are_called_with_nothing(context):
     assert await invoke_function(custom("n", f"{MODULE}:nothing"), None, context=context) == "called without arguments"
+    assert await invoke_function(custom("n", f"{MODULE}:nothing"), {"a": 1}, context=context) == "called without arguments"
 
 
 async def test_dotted_attribute_path(context):
@@ -99,7 +108,7 @@ async def test_registry_by_operation_string_and_decorator():
     registry = FunctionRegistry()
 
     @registry.register("builtin:greet")
-    async def greet(name: str) -> str:
+    async def greet(*, name: str) -> str:
         return f"hi {name}"
 
     ctx = FunctionContext(registry=registry)

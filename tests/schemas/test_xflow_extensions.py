@@ -34,7 +34,17 @@ def test_error_messages_name_the_missing_fields() -> None:
     state = {"name": "a", "type": "aiagent", "transition": "next"}
     messages = {message for _, message in our_errors(document_of({"state": state}))}
     assert messages == {f"'{field}' is a required property"
-                        for field in ("agentName", "userMessage", "output", "agentOutcomes")}
+                        for field in ("agentName", "userMessage")}
+
+
+def test_a_minimal_agent_needs_no_output_and_no_outcomes_but_an_exit() -> None:
+    # specs/agent.md §1: `output` and `agentOutcomes` have documented defaults, so the schema
+    # does not require them; without outcomes the state's own transition/end is the only exit.
+    minimal = {"name": "a", "type": "aiagent", "agentName": "x", "userMessage": "hi"}
+    assert ours_valid(document_of({"state": {**minimal, "transition": "next"}}))
+    assert ours_valid(document_of({"state": {**minimal, "end": True}}))
+    assert not ours_valid(document_of({"state": minimal}))
+    assert ours_valid(document_of({"state": {**minimal, "agentOutcomes": [{"finish": True, "transition": "next"}]}}))
 
 
 def test_rule_errors_carry_a_description_for_diagnostics() -> None:

@@ -1,7 +1,7 @@
 """``custom`` functions: Python callables, from the registry or imported from ``python:mod:attr``.
 
-Calling convention (specs/functions.md §custom): an object argument is passed as keyword
-arguments, ``None`` as no argument, anything else as one positional argument. Sync callables
+Calling convention: :mod:`xflow_runtime.calling`, read from the callable's signature (specs/functions.md
+§3), the same for every way a Python function is provided. Sync callables
 run in a worker thread so the event loop keeps serving other instances; async callables (and
 sync ones that return an awaitable) are awaited.
 """
@@ -14,6 +14,7 @@ import inspect
 import threading
 from typing import Any, Callable
 
+from xflow_runtime.calling import call_arguments
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.plan.functions import FunctionDef
@@ -31,7 +32,7 @@ _import_lock = threading.Lock()
 async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContext) -> Any:
     operation = fn.operation if isinstance(fn.operation, str) else ""
     target = context.registry.lookup(fn.name, operation) or _import_target(fn.name, operation)
-    args, kwargs = _call_arguments(arguments)
+    args, kwargs = call_arguments(target, fn.name, arguments)
     context.log.debug("calling custom function %s", fn.name)
     try:
         if _is_async(target):
@@ -50,17 +51,6 @@ async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContex
         ) from exc
     _check_json(fn.name, result, "result")
     return result
-
-
-def _call_arguments(arguments: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if arguments is None:
-        return (), {}
-    if isinstance(arguments, dict):
-        if all(isinstance(key, str) and key.isidentifier() for key in arguments):
-            return (), dict(arguments)
-        # Keys that cannot be Python parameter names: pass the object whole.
-        return (arguments,), {}
-    return (arguments,), {}
 
 
 def _is_async(target: Callable[..., Any]) -> bool:

@@ -10,6 +10,7 @@ import copy
 import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
+from xflow_runtime.calling import call_arguments
 from xflow_runtime.expressions import interpolate
 from xflow_runtime.interpreter.concurrency import all_of, within
 from xflow_runtime.interpreter.data import apply, merge_action_result
@@ -133,7 +134,7 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
         arguments = ref.arguments.render(action_input, variables)
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
-        return await run.port.run_step(step, lambda: _call_python(callable_, arguments))
+        return await run.port.run_step(step, lambda: _call_python(callable_, ref.function.name, arguments))
     invoker = run.context.invoker
     if invoker is None:
         raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
@@ -142,8 +143,11 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     return await run.port.run_step(step, lambda: invoker(ref.function, arguments, selection_set=selection_set))
 
 
-async def _call_python(function: Any, arguments: Any) -> Any:
-    result = function(arguments)
+async def _call_python(function: Any, name: str, arguments: Any) -> Any:
+    # The same argument rule as Runtime(functions=…) and python: operations (xflow_runtime.calling);
+    # called on the loop, so a virtual-time run stays deterministic.
+    args, kwargs = call_arguments(function, name, arguments)
+    result = function(*args, **kwargs)
     if inspect.isawaitable(result):
         result = await result
     return result

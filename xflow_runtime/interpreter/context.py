@@ -66,7 +66,8 @@ class ExecutionContext:
     """Per-execution surroundings. One context may serve many executions.
 
     - ``functions``: Python callables by function *name*; each gets the evaluated arguments (or the
-      action input when the functionRef has no ``arguments``) and returns the result (may be async).
+      action input when the functionRef has no ``arguments``) by the rule of
+      :mod:`xflow_runtime.calling` and returns the result (may be async).
     - ``invoker``: everything else (REST, GraphQL, ``custom`` by operation…).
     - ``secrets``: the values behind ``$SECRETS``.
     - ``workflows``: what ``subFlowRef`` / ``continueAs`` resolve against (the running plan is

@@ -114,9 +114,9 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
         raise invalid(f"{where}/maxToolExecutions", f"expected a whole number ≥ 0, found {max_tools!r}")
     outcomes = tuple(_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
                      for i, item in enumerate(raw.get("agentOutcomes") or ()))
-    if common.get("exit") is None and any(outcome.finish and outcome.exit is None for outcome in outcomes):
-        raise invalid(where, "an outcome with finish: true and no transition needs the state's own "
-                             "'transition' or 'end'")
+    if common.get("exit") is None and (not outcomes or any(o.finish and o.exit is None for o in outcomes)):
+        raise invalid(where, "an agent without outcomes, or with an outcome with finish: true and no "
+                             "transition, needs the state's own 'transition' or 'end'")
     return AIAgentState(
         **common,
         agent_name=agent_name,
