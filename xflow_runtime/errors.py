@@ -36,6 +36,11 @@ class ExpressionSyntaxError(ExpressionError):
     """A jq expression does not compile."""
 
 
+#: Runtime error code: a switch without ``defaultCondition`` matched no condition (SonataFlow
+#: compatibility, ``specs/compat-sonataflow.md``).
+NO_CONDITION_MATCHED = "NoConditionMatched"
+
+
 class WorkflowError(XFlowError):
     """A runtime error inside a workflow instance that ``onErrors`` can match.
 

@@ -87,6 +87,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         state_names=frozenset(seen),
         base_dir=base_dir,
         source_name=source_name,
+        expression_lang=str(document.get("expressionLang", "jq")),
     )
     states = {}
     for i, raw in enumerate(raw_states):

@@ -70,7 +70,8 @@ class EventCondition:
 class SwitchState(State):
     data_conditions: tuple[DataCondition, ...] = ()
     event_conditions: tuple[EventCondition, ...] = ()
-    default: Exit
+    #: None: no condition matching fails the state with code ``NoConditionMatched`` (SonataFlow).
+    default: Exit | None
 
 
 @dataclass(frozen=True, kw_only=True)
