@@ -39,6 +39,8 @@ class ExpressionSyntaxError(ExpressionError):
 #: Runtime error code: a switch without ``defaultCondition`` matched no condition (SonataFlow
 #: compatibility, ``specs/compat-sonataflow.md``).
 NO_CONDITION_MATCHED = "NoConditionMatched"
+#: Runtime error code: a state's ``metadata.errorMessage`` gave a message (SonataFlow compatibility).
+ERROR_MESSAGE = "errorMessage"
 
 
 class WorkflowError(XFlowError):

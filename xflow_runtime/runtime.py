@@ -46,6 +46,8 @@ class Runtime:
     an instance produces; ``on_history`` every history record as it is reported. ``workflows``
     are the subflows ``subFlowRef`` can name (plans or files; more with :meth:`register`);
     ``http`` configures REST/GraphQL calls; ``llm`` the LLM client of ``aiagent`` states.
+    ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
+    (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
@@ -72,10 +74,13 @@ class Runtime:
                  http: "HttpSettings | None" = None,
                  llm: "LLMSettings | LLMClient | None" = None,
                  chat_memory: str | bool | None = None,
-                 long_term: "LongTermOptions | None" = None) -> None:
+                 long_term: "LongTermOptions | None" = None,
+                 strict: bool = False) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
+        #: Load workflows by the letter of SW 0.8: SonataFlow relaxations are definition errors.
+        self.strict = strict
         self.database_url = database_url
         self.functions = dict(functions or {})
         self.secrets = dict(secrets or {})
@@ -163,7 +168,7 @@ class Runtime:
     def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
         plan = self._plans.get(ref.sha256)
         if plan is None:
-            plan = execution.load_plan(ref.source, Path(ref.path), shown_as or ref.path)
+            plan = execution.load_plan(ref.source, Path(ref.path), shown_as or ref.path, strict=self.strict)
             self._plans[ref.sha256] = plan
         self._refs[id(plan)] = ref
         return plan

@@ -141,6 +141,18 @@ def _at(document: dict[str, Any], pointer: str) -> dict[str, Any]:
     return as_dict(node)
 
 
+def check_jvm_functions(document: dict[str, Any], report: Reporter) -> None:
+    """XF148: a SonataFlow function that needs the JVM validates, with how to run it here instead."""
+    from xflow_runtime.plan.functions import jvm_only_operation, python_implementation_hint
+
+    for function, pointer in enumerate_dicts(document.get("functions"), "/functions"):
+        name, operation = function.get("name"), function.get("operation")
+        if isinstance(name, str) and jvm_only_operation(function.get("type", "rest"), operation):
+            report(join_pointer(pointer, "operation"), f"operation {operation!r} runs inside SonataFlow's JVM; "
+                   f"calling it here fails with FunctionNotFound unless you {python_implementation_hint(name)}",
+                   "XF148")
+
+
 def severity_for(code: str, strict: bool) -> str | None:
     """The severity a relaxation is reported with (``None`` for every other code: its own)."""
     if code not in RELAXATION_CODES:
@@ -148,4 +160,4 @@ def severity_for(code: str, strict: bool) -> str | None:
     return "error" if strict else "warning"
 
 
-__all__: list[str] = ["RELAXATION_CODES", "accept_findings", "normalize", "severity_for"]
+__all__: list[str] = ["RELAXATION_CODES", "accept_findings", "check_jvm_functions", "normalize", "severity_for"]

@@ -69,7 +69,7 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
     ``variables`` replaces the instance's (a foreach iteration adds its element)."""
     variables = run.variables if variables is None else variables
     try:
-        if action.condition is not None and action.condition.evaluate(data, variables) is not True:
+        if action.condition is not None and not action.condition.evaluate_condition(data, variables):
             run.record("action_skipped", step=step, action=action.label)
             return SKIPPED
         action_input = apply(action.filter.from_state_data, data, variables)

@@ -43,6 +43,9 @@ class State:
     used_for_compensation: bool = False
     timeouts: Timeouts = NO_TIMEOUTS
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: ``metadata.errorMessage`` (SonataFlow): evaluated on the state data after the state's work;
+    #: a non-null result fails the state with that message (code ``errorMessage``).
+    error_message: JqExpression | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +162,8 @@ class WorkflowPlan:
     keep_active: bool = False
     auto_retries: bool = False
     data_input_schema: DataInputSchema | None = None
+    #: SonataFlow's ``workflow-output-schema`` extension: the workflow output must match it.
+    output_schema: DataInputSchema | None = None
     expression_lang: str = "jq"
     annotations: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)

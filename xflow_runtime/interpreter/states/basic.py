@@ -27,7 +27,7 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     if state.data_conditions:
         variables = run.variables
         for condition in state.data_conditions:
-            if condition.condition.evaluate(data, variables) is True:
+            if condition.condition.evaluate_condition(data, variables):
                 return data, condition.exit
         return data, _default(state)
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
