@@ -144,7 +144,7 @@ def _compile(body: str, names: tuple[str, ...]) -> JsonPathExpression:
         parsed = parse(_DOT_BRACKET.sub("[", source))
     except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: BLE001 - the parser's own words
         raise ExpressionSyntaxError(f"JSONPath expression does not compile: {exc}", expression=body) from None
-    from xflow_runtime.expressions.jsonpath_tree import definite_steps, is_definite, with_object_filters
+    from xflow_runtime.expressions.jsonpath_tree import definite_steps, is_definite, jayway_tree
 
-    tree = with_object_filters(parsed)
+    tree = jayway_tree(parsed)
     return JsonPathExpression(body, names, tree, root, is_definite(tree), definite_steps(tree))

@@ -8,6 +8,14 @@ from jsonpath_ng.ext.filter import Filter
 from jsonpath_ng.jsonpath import Child, DatumInContext, Fields, Index, Root, This
 
 
+class ListIndex(Index):
+    """An index selects nothing on anything but an array (jsonpath-ng raises KeyError on an object)."""
+
+    def find(self, datum: Any) -> list[Any]:
+        value = datum.value if isinstance(datum, DatumInContext) else datum
+        return super().find(datum) if isinstance(value, list) else []
+
+
 class ObjectFilter(Filter):
     """A filter that, on an object, tests the object itself (Jayway), and on an array its elements."""
 
@@ -19,14 +27,17 @@ class ObjectFilter(Filter):
         return super().find(datum)
 
 
-def with_object_filters(node: Any) -> Any:
-    """The same tree with every :class:`Filter` replaced by an :class:`ObjectFilter`."""
+def jayway_tree(node: Any) -> Any:
+    """The same tree with every :class:`Filter` replaced by an :class:`ObjectFilter` and every
+    :class:`Index` by a :class:`ListIndex`."""
     if isinstance(node, Filter) and not isinstance(node, ObjectFilter):
         return ObjectFilter(node.expressions)
+    if isinstance(node, Index) and not isinstance(node, ListIndex):
+        return ListIndex(*node.indices)
     for attribute in ("left", "right"):
         child = getattr(node, attribute, None)
         if child is not None:
-            setattr(node, attribute, with_object_filters(child))
+            setattr(node, attribute, jayway_tree(child))
     return node
 
 

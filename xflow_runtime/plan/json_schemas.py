@@ -50,7 +50,7 @@ def _compiled(raw: Any, base_dir: str | None, where: str) -> DataInputSchema | N
         validator_class.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise invalid(where, f"not a valid JSON Schema: {exc.message}") from None
-    validator = validator_class(schema, registry=_local_registry())
+    validator = validator_class(schema, registry=_local_registry(schema))
     return DataInputSchema(schema=dict(schema), fail_on_validation_errors=fail, validator=validator)
 
 
@@ -98,9 +98,13 @@ def _parse_file(path: str) -> Any:
     return json.loads(text)
 
 
-def _local_registry() -> Any:
+def _local_registry(root: Mapping[str, Any]) -> Any:
     from referencing import Registry, Resource
     from referencing.exceptions import NoSuchResource
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    # A referenced file without $schema is read in the dialect of the schema that references it.
+    dialect = specification_with(str(root.get("$schema", "")), default=DRAFT202012)
 
     def retrieve(uri: str) -> Resource:
         parts = urlsplit(uri)
@@ -111,6 +115,6 @@ def _local_registry() -> Any:
             contents = anchor_refs(_parse_file(path), Path(path).parent)
         except Exception:  # noqa: BLE001 - unreadable: the validation error names the reference
             raise NoSuchResource(ref=uri) from None
-        return Resource.from_contents(contents)
+        return Resource.from_contents(contents, default_specification=dialect)
 
     return Registry(retrieve=retrieve)
