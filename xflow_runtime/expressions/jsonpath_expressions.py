@@ -70,6 +70,8 @@ class JsonPathExpression:
         return [match.value for match in self._find(data, variables)]
 
     def evaluate(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        if self._steps is not None:  # names and indexes: walked directly, ~50x faster than the tree
+            return _walk(data if self._root is None else (variables or {}).get(self._root), self._steps)
         values = self.evaluate_all(data, variables)
         if not self._definite:
             return values
@@ -126,9 +128,32 @@ def compile_jsonpath(text: str, *, extra_variables: Iterable[str] = (), as_path:
     return expression
 
 
+def _walk(value: Any, steps: tuple[str | int, ...]) -> Any:
+    for step in steps:
+        if isinstance(step, int) and isinstance(value, list) and -len(value) <= step < len(value):
+            value = value[step]
+        elif isinstance(step, str) and isinstance(value, dict):
+            value = value.get(step)
+        else:
+            return None
+    return value
+
+
+_PARSER: list[Any] = []  # one parser: building jsonpath-ng's parse tables takes ~100 ms
+_PARSER_LOCK = threading.Lock()  # and a PLY parser is not reentrant
+
+
+def _parse(text: str) -> Any:
+    with _PARSER_LOCK:
+        if not _PARSER:
+            from jsonpath_ng.ext.parser import ExtentedJsonPathParser
+
+            _PARSER.append(ExtentedJsonPathParser())
+        return _PARSER[0].parse(text)
+
+
 def _compile(body: str, names: tuple[str, ...]) -> JsonPathExpression:
     from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-    from jsonpath_ng.ext import parse
 
     root, source = None, body
     variable = _VARIABLE.match(body)
@@ -141,7 +166,7 @@ def _compile(body: str, names: tuple[str, ...]) -> JsonPathExpression:
         raise ExpressionSyntaxError("JSONPath expression does not compile: it must start with $ "
                                     "(the data) or a variable such as $WORKFLOW", expression=body)
     try:
-        parsed = parse(_DOT_BRACKET.sub("[", source))
+        parsed = _parse(_DOT_BRACKET.sub("[", source))
     except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: BLE001 - the parser's own words
         raise ExpressionSyntaxError(f"JSONPath expression does not compile: {exc}", expression=body) from None
     from xflow_runtime.expressions.jsonpath_tree import definite_steps, is_definite, jayway_tree
