@@ -115,3 +115,16 @@ def test_xf148_jvm_only_function_is_a_warning_in_both_modes(operation) -> None:
         found = _diagnostics(text, strict)
         assert [(d.code, d.severity, d.pointer) for d in found] == [("XF148", "warning", "/functions/0/operation")]
         assert "register a callable under the function name 'log'" in found[0].message
+
+
+def test_xf149_a_literal_that_sonataflow_would_evaluate_is_flagged_in_both_modes() -> None:
+    text = BASE.replace("arguments: {message: hi}",
+                        "arguments: {message: .name, id: $WORKFLOW.instanceId, n: .5, text: hello there, "
+                        "word: ., sum: '.a +* 1'}")
+    for strict in (False, True):
+        found = _diagnostics(text, strict)
+        assert [(d.code, d.severity, d.pointer.rsplit("/", 1)[1]) for d in found] == [
+            ("XF149", "warning", "message"), ("XF149", "warning", "id")]
+        assert "write '${ .name }' to evaluate it" in found[0].message
+    # Marked, it is an expression and nothing is said; in a JSONPath workflow bare $… is evaluated.
+    assert _diagnostics(BASE.replace("arguments: {message: hi}", "arguments: {message: '${ .name }'}"), False) == []

@@ -90,6 +90,7 @@ _TABLE: tuple[Code, ...] = (
     Code("XF146", "consumed-event-without-source", "warning", "a consumed event has no source"),
     Code("XF147", "ignored-property", "warning", "a property SonataFlow ignores (functionRef.name)"),
     Code("XF148", "jvm-only-function", "warning", "a function that needs the JVM; provide a Python implementation"),
+    Code("XF149", "unmarked-expression", "warning", "a literal argument SonataFlow would evaluate as jq (.x, $WORKFLOW…)"),
     Code("XF199", "internal-error", "error", "xflow-runtime failed while checking; please report it"),
 )
 

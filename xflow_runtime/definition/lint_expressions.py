@@ -56,6 +56,9 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
                 report(pointer, f"{_shorten(value)!r} is used as literal text: here only a string that is "
                        "entirely ${ … } is an expression (build text inside jq: '${ \"Hi \" + .name }')",
                        "XF129", severity="warning")
+            elif language == "jq" and _looks_like_jq(value, extra):
+                report(pointer, f"{_shorten(value)!r} is used as literal text here, but SonataFlow would evaluate "
+                       f"it as jq; write '${{ {value.strip()} }}' to evaluate it", "XF149")
             continue
         body = _strip(language, value)
         call = _FUNCTION_CALL.match(body)
@@ -80,6 +83,19 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
             if secret not in declared_secrets:
                 report(pointer, f"$SECRETS.{secret} is used but {secret!r} is not listed in secrets",
                        "XF126", severity="warning")
+
+
+def _looks_like_jq(value: str, extra: tuple[str, ...]) -> bool:
+    """A literal SonataFlow would evaluate: a path or variable use (``.name``, ``$WORKFLOW.instanceId``)
+    that compiles as jq. Plain words, sentences and numbers are not flagged."""
+    text = value.strip()
+    if len(text) < 2 or not (text.startswith("$") or (text.startswith(".") and not text[1].isdigit())):
+        return False
+    try:
+        compile_in("jq", text, extra_variables=extra)
+    except ExpressionError:
+        return False
+    return True
 
 
 def _strip(language: str, value: str) -> str:
