@@ -20,12 +20,11 @@ from typing import Any, Iterator
 
 from xflow_runtime.definition.schema_errors import Finding
 from xflow_runtime.definition.source_map import join_pointer
-from xflow_runtime.errors import NO_CONDITION_MATCHED
 from xflow_runtime.definition.walk import Reporter, actions, as_dict, enumerate_dicts, exits, states
+from xflow_runtime.errors import NO_CONDITION_MATCHED
 
 #: Codes whose severity is "warning" by default and "error" in strict mode.
 RELAXATION_CODES = frozenset({"XF140", "XF141", "XF142", "XF143", "XF144", "XF145", "XF146", "XF147"})
-
 
 _BOOLEAN_STATE_FIELDS = ("usedForCompensation", "exclusive")
 _BOOLEAN_EXIT_FIELDS = ("terminate", "compensate")

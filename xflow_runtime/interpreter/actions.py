@@ -43,7 +43,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             if result is not SKIPPED:
                 data = merge_action_result(data, action.filter, result, action.label, run.variables)
         return data
-    variables = run.variables
+    variables, tracked = run.variables, run.plan.tracks_previous_result
     for i, action in enumerate(actions):
         try:
             result = await perform(run, action, data, f"{scope}/{i}", timeouts, variables)
@@ -54,7 +54,8 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             raise
         if result is not SKIPPED:
             data = merge_action_result(data, action.filter, result, action.label, variables)
-            variables = with_previous_result(variables, result)
+            if tracked:
+                variables = with_previous_result(variables, result)
     return data
 
 

@@ -116,7 +116,8 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
         else:
             output, end = await _run_with_deadline(run, data, timeout)
         if plan.output_schema is not None:
-            _check_against(plan.output_schema, output, "workflow output", "workflow-output-schema", run)
+            _check_against(plan.output_schema, output, "workflow output", "workflow-output-schema",
+                           "output_validation_warning", run)
     except _TimedOut as timed_out:
         await run.close()
         run.record("workflow_failed", error=timed_out.error)
@@ -154,12 +155,14 @@ def _check_input(plan: WorkflowPlan, input: Any, run: Instance) -> Any:
     if not isinstance(data, dict):
         raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code="invalidInput")
     if plan.data_input_schema is not None:
-        _check_against(plan.data_input_schema, data, "workflow input", "dataInputSchema", run)
+        _check_against(plan.data_input_schema, data, "workflow input", "dataInputSchema",
+                       "input_validation_warning", run)
     return data
 
 
-def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: str, run: Instance) -> None:
-    """Fail with code ``validation`` (or record a warning) when ``data`` does not match ``schema``."""
+def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: str, warning: str,
+                   run: Instance) -> None:
+    """Fail with code ``validation`` (or record ``warning``) when ``data`` does not match ``schema``."""
     try:
         problems = sorted(schema.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     except Exception as exc:  # noqa: BLE001 - e.g. a $ref naming a missing file: still our own code
@@ -172,8 +175,7 @@ def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: s
         if schema.fail_on_validation_errors:
             raise Failure(message, name="validation", code="validation",
                           details=[p.message for p in problems[:20]])
-        run.record("input_validation_warning" if what == "workflow input" else "output_validation_warning",
-                   message=message)
+        run.record(warning, message=message)
 
 
 class _TimedOut(Exception):

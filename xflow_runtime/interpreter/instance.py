@@ -15,8 +15,8 @@ import json
 from typing import Any, Coroutine
 
 from xflow_runtime.engine.port import EnginePort
-from xflow_runtime.errors import ERROR_MESSAGE
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
+from xflow_runtime.errors import ERROR_MESSAGE
 from xflow_runtime.interpreter.actions import run_actions
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.context import ExecutionContext

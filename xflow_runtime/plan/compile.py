@@ -132,6 +132,8 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         output_schema=output_schema(document.get("extensions"), base_dir),
         expression_lang=str(document.get("expressionLang", "jq")),
         annotations=tuple(document.get("annotations") or ()),
+        tracks_previous_result=_mentions(document.get("functions"), "prevActionResult")
+        or _mentions(raw_states, "prevActionResult"),
         metadata=dict(document.get("metadata") or {}),
         base_dir=base_dir, source_name=source_name, schedule=schedule,
     )
@@ -159,6 +161,17 @@ def compile_state(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> St
     }
     ctx.where = where
     return compiler(dict(raw), ctx, common)
+
+
+def _mentions(value: Any, word: str) -> bool:
+    """Whether any string inside ``value`` contains ``word``."""
+    if isinstance(value, str):
+        return word in value
+    if isinstance(value, Mapping):
+        return any(_mentions(item, word) for item in value.values())
+    if isinstance(value, list):
+        return any(_mentions(item, word) for item in value)
+    return False
 
 
 def _error_message(metadata: Any, ctx: CompileContext, where: str) -> Any:

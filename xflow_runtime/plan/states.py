@@ -165,6 +165,8 @@ class WorkflowPlan:
     #: SonataFlow's ``workflow-output-schema`` extension: the workflow output must match it.
     output_schema: DataInputSchema | None = None
     expression_lang: str = "jq"
+    #: Some expression reads ``$WORKFLOW.prevActionResult``: only then do action sequences track it.
+    tracks_previous_result: bool = False
     annotations: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     base_dir: str | None = None

@@ -82,7 +82,8 @@ async def _iteration(run: "Instance", state: ForEachState, data: Any, item: Any,
         if raw is SKIPPED:
             continue
         working = merge_action_result(working, action.filter, raw, action.label, variables)
-        variables = with_previous_result(variables, raw)
+        if run.plan.tracks_previous_result:
+            variables = with_previous_result(variables, raw)
         if action.filter.use_results:
             selected = raw if action.filter.results is None else action.filter.results.evaluate(raw, variables)
             result = merge_into(result, action.filter.to_state_data, selected, action.label, variables)
