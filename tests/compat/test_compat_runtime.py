@@ -253,3 +253,19 @@ def test_runtime_strict_refuses_relaxations(tmp_path: Path) -> None:
     assert Runtime().load(path) is not None
     with pytest.raises(DefinitionError, match="XF140"):
         Runtime(strict=True).load(path)
+
+
+async def test_inline_schema_refs_resolve_against_the_workflow_folder(tmp_path: Path) -> None:
+    (tmp_path / "defs").mkdir()
+    (tmp_path / "defs" / "n.json").write_text(json.dumps({"type": "integer"}))
+    text = """
+id: inline
+specVersion: "0.8"
+dataInputSchema:
+  schema: {type: object, properties: {n: {$ref: defs/n.json}}}
+states: [{name: s, type: inject, data: {}, end: true}]
+"""
+    compiled = load_workflow(text, base_dir=tmp_path).plan
+    assert (await run_workflow(compiled, {"n": 1})).status == "completed"
+    wrong = await run_workflow(compiled, {"n": "one"})
+    assert wrong.error["code"] == "validation" and "'one' is not of type 'integer'" in wrong.error["message"]

@@ -42,7 +42,9 @@ def _compiled(raw: Any, base_dir: str | None, where: str) -> DataInputSchema | N
     if isinstance(raw, Mapping) and "schema" in raw:
         fail = bool(raw.get("failOnValidationErrors", True))
         raw = raw["schema"]
-    schema = raw if isinstance(raw, Mapping) else _read_schema(raw, base_dir, where)
+    # Inline: relative $refs resolve against the workflow's folder (a file's were anchored when read).
+    schema = anchor_refs(raw, Path(base_dir or os.getcwd())) if isinstance(raw, Mapping) \
+        else _read_schema(raw, base_dir, where)
     import jsonschema  # only workflows that declare a schema pay for this import
 
     try:
