@@ -36,6 +36,13 @@ class ExpressionSyntaxError(ExpressionError):
     """A jq expression does not compile."""
 
 
+#: Runtime error code: a switch without ``defaultCondition`` matched no condition (SonataFlow
+#: compatibility, ``specs/compat-sonataflow.md``).
+NO_CONDITION_MATCHED = "NoConditionMatched"
+#: Runtime error code: a state's ``metadata.errorMessage`` gave a message (SonataFlow compatibility).
+ERROR_MESSAGE = "errorMessage"
+
+
 class WorkflowError(XFlowError):
     """A runtime error inside a workflow instance that ``onErrors`` can match.
 

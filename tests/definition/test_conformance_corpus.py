@@ -1,7 +1,8 @@
 """Differential check against the conformance suite's workflows (tests/conformance/cases).
 
 Every definition there that is expected to run must load without errors (no false positives), and
-every one marked ``then: invalid`` must be rejected by the checks alone (without the plan compiler).
+every one marked ``then: invalid`` must be rejected by the checks alone (without the plan compiler)
+in strict mode (the SonataFlow relaxations of specs/compat-sonataflow.md are warnings otherwise).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
 ALL = _cases()
 
 
-def _check(case: dict[str, Any], folder: Path) -> list[str]:
+def _check(case: dict[str, Any], folder: Path, *, strict: bool = False) -> list[str]:
     folder.mkdir(parents=True)
     for name, content in (case["given"].get("files") or {}).items():
         target = folder / name
@@ -38,7 +39,7 @@ def _check(case: dict[str, Any], folder: Path) -> list[str]:
         target.write_text(content if isinstance(content, str) else json.dumps(content))
     path = folder / "workflow.yaml"
     path.write_text(yaml.safe_dump(case["given"]["definition"], sort_keys=False))
-    return [str(d) for d in check_workflow(path).errors]
+    return [str(d) for d in check_workflow(path, strict=strict).errors]
 
 
 @pytest.mark.skipif(not ALL, reason="no conformance cases in this checkout")
@@ -56,6 +57,8 @@ def test_runnable_definitions_have_no_errors(tmp_path: Path) -> None:
 @pytest.mark.skipif(not ALL, reason="no conformance cases in this checkout")
 def test_definitions_meant_to_be_invalid_are_rejected(tmp_path: Path) -> None:
     invalid = [(name, case) for name, case in ALL if "invalid" in case.get("then", {})]
-    missed = [name for index, (name, case) in enumerate(invalid) if not _check(case, tmp_path / str(index))]
+    # "invalid" is by the letter of SW 0.8: SonataFlow's relaxations are rejected only when strict.
+    missed = [name for index, (name, case) in enumerate(invalid)
+              if not _check(case, tmp_path / str(index), strict=True)]
     assert missed == []
     assert len(invalid) >= 5

@@ -20,6 +20,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="workflow documents to check ('-' reads stdin)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
+    parser.add_argument("--strict", action="store_true",
+                        help="the letter of SW 0.8: SonataFlow relaxations (XF140-XF147) are errors, not warnings")
     parser.set_defaults(handler=run)
 
 
@@ -29,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     diagnostics = []
     for file in args.files:
         if file == "-":
-            diagnostics.extend(validate_text(sys.stdin.read(), "<stdin>"))
+            diagnostics.extend(validate_text(sys.stdin.read(), "<stdin>", strict=args.strict))
         else:
-            diagnostics.extend(validate_documents([file]))
+            diagnostics.extend(validate_documents([file], strict=args.strict))
     if args.no_warnings:
         diagnostics = [d for d in diagnostics if d.severity == "error"]
     errors = sum(1 for d in diagnostics if d.severity == "error")

@@ -80,6 +80,17 @@ _TABLE: tuple[Code, ...] = (
     Code("XF130", "misspelled-top-level-key", "warning", "an unknown top-level key looks like a known one"),
     Code("XF131", "invalid-inline-schema", "error", "an inline JSON Schema does not match the JSON Schema metaschema"),
     Code("XF132", "continue-as-not-terminating", "warning", "end has continueAs and terminate: false"),
+    # SonataFlow relaxations (XF14x): warnings by default, errors with --strict (specs/compat-sonataflow.md).
+    Code("XF140", "missing-spec-version", "warning", "specVersion is missing; read as 0.8"),
+    Code("XF141", "switch-without-default", "warning", "a data switch has no defaultCondition"),
+    Code("XF142", "event-ref-without-result", "warning", "an eventRef has no resultEventRef: produce and continue"),
+    Code("XF143", "produced-consumed-event", "warning", "an event of kind consumed is produced"),
+    Code("XF144", "arguments-expression", "warning", "functionRef.arguments is one expression string"),
+    Code("XF145", "string-boolean", "warning", "a boolean is written as the string 'true' or 'false'"),
+    Code("XF146", "consumed-event-without-source", "warning", "a consumed event has no source"),
+    Code("XF147", "ignored-property", "warning", "a property SonataFlow ignores (functionRef.name)"),
+    Code("XF148", "jvm-only-function", "warning", "a function that needs the JVM; provide a Python implementation"),
+    Code("XF149", "unmarked-expression", "warning", "a literal argument SonataFlow would evaluate as jq (.x, $WORKFLOW…)"),
     Code("XF199", "internal-error", "error", "xflow-runtime failed while checking; please report it"),
 )
 

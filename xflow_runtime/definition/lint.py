@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from xflow_runtime.definition.compat import check_jvm_functions
 from xflow_runtime.definition.lint_expressions import check_expressions
 from xflow_runtime.definition.lint_hints import check_top_level_keys
 from xflow_runtime.definition.lint_flow import check_compensation, check_reachability
@@ -17,7 +18,7 @@ from xflow_runtime.definition.walk import Reporter
 RULES: tuple[Callable[[dict[str, Any], Reporter], None], ...] = (
     check_names, check_targets, check_state_rules, check_references, check_compensation,
     check_reachability, check_expressions, check_memory, check_durations, check_parallel,
-    check_top_level_keys, check_inline_schemas,
+    check_top_level_keys, check_inline_schemas, check_jvm_functions,
 )
 
 

@@ -20,7 +20,8 @@ from xflow_runtime.definition.walk import (
     Reporter, actions, as_dict, enumerate_dicts, exits, named, produce_events, states,
 )
 from xflow_runtime.errors import ExpressionError
-from xflow_runtime.expressions import compile_expression, is_expression, strip_expression
+from xflow_runtime.expressions import strip_expression
+from xflow_runtime.expressions.language import JSONPATH, compile_in, is_marked_in
 
 #: (pointer, value, always_expression, as_path, extra_variables)
 Site = tuple[str, Any, bool, bool, tuple[str, ...]]
@@ -40,16 +41,26 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
     all_functions = named(document.get("functions"))
     secrets = document.get("secrets")
     declared_secrets = {s for s in secrets if isinstance(s, str)} if isinstance(secrets, list) else set()
+    language = JSONPATH if document.get("expressionLang") == JSONPATH else "jq"
+    scopes = _iteration_scopes(document)
+    every_param = tuple(dict.fromkeys(scopes.values()))
     for pointer, value, always, as_path, extra in expression_sites(document):
         if not isinstance(value, str):
             continue
-        if not always and not is_expression(value):
+        if pointer.startswith("/functions/"):  # compiled where a foreach action calls it, too
+            extra = extra + every_param
+        else:
+            extra = extra + tuple(param for prefix, param in scopes.items() if pointer.startswith(prefix))
+        if not always and not is_marked_in(language, value):
             if "${" in value:
                 report(pointer, f"{_shorten(value)!r} is used as literal text: here only a string that is "
                        "entirely ${ … } is an expression (build text inside jq: '${ \"Hi \" + .name }')",
                        "XF129", severity="warning")
+            elif language == "jq" and _looks_like_jq(value, extra):
+                report(pointer, f"{_shorten(value)!r} is used as literal text here, but SonataFlow would evaluate "
+                       f"it as jq; write '${{ {value.strip()} }}' to evaluate it", "XF149")
             continue
-        body = strip_expression(value)
+        body = _strip(language, value)
         call = _FUNCTION_CALL.match(body)
         if call:
             name = call.group("name")
@@ -61,7 +72,7 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
             report(pointer, "empty expression; expected a jq program", "XF121")
             continue
         try:
-            compiled = compile_expression(body, extra_variables=extra, as_path=as_path)
+            compiled = compile_in(language, body, extra_variables=extra, as_path=as_path)
         except ExpressionError as exc:
             report(pointer, str(exc), "XF121")
             continue
@@ -72,6 +83,38 @@ def check_expressions(document: dict[str, Any], report: Reporter) -> None:
             if secret not in declared_secrets:
                 report(pointer, f"$SECRETS.{secret} is used but {secret!r} is not listed in secrets",
                        "XF126", severity="warning")
+
+
+def _looks_like_jq(value: str, extra: tuple[str, ...]) -> bool:
+    """A literal SonataFlow would evaluate: a path or variable use (``.name``, ``$WORKFLOW.instanceId``)
+    that compiles as jq. Plain words, sentences and numbers are not flagged."""
+    text = value.strip()
+    if len(text) < 2 or not (text.startswith("$") or (text.startswith(".") and not text[1].isdigit())):
+        return False
+    try:
+        compile_in("jq", text, extra_variables=extra)
+    except ExpressionError:
+        return False
+    return True
+
+
+def _strip(language: str, value: str) -> str:
+    if language == JSONPATH:
+        from xflow_runtime.expressions.jsonpath_expressions import strip_jsonpath
+
+        return strip_jsonpath(value)
+    return strip_expression(value)
+
+
+def _iteration_scopes(document: dict[str, Any]) -> dict[str, str]:
+    """Pointer prefix of each foreach state's actions → its ``iterationParam`` (a variable there)."""
+    scopes = {}
+    for state, pointer in states(document):
+        if state.get("type") == "foreach":
+            param = state.get("iterationParam") or "item"
+            if isinstance(param, str) and param.isidentifier():
+                scopes[join_pointer(pointer, "actions") + "/"] = param
+    return scopes
 
 
 def _shorten(text: str) -> str:
@@ -144,7 +187,11 @@ def _action_sites(action: dict[str, Any], pointer: str) -> Iterator[Site]:
 def _function_ref_sites(ref: Any, pointer: str) -> Iterator[Site]:
     if not isinstance(ref, dict):
         return
-    yield from _literal_tree(join_pointer(pointer, "arguments"), ref.get("arguments"))
+    arguments = ref.get("arguments")
+    if isinstance(arguments, str):  # one expression for the whole value (SonataFlow; XF144)
+        yield join_pointer(pointer, "arguments"), arguments, True, False, ()
+    else:
+        yield from _literal_tree(join_pointer(pointer, "arguments"), arguments)
     selection = ref.get("selectionSet")
     if isinstance(selection, str):  # GraphQL: each embedded ${ } is evaluated before the call
         for match in re.finditer(r"\$\{(?P<body>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", selection):

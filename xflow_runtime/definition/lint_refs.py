@@ -88,7 +88,11 @@ class _EventChecker:
                         "XF105")
             return
         kind = self.kinds[name]
-        if kind != wanted:
+        if kind == "consumed" and wanted == "produced":  # SonataFlow ignores kind when producing
+            self.report(pointer, f"event {name!r} is defined with kind 'consumed' but is produced here; produced "
+                        "anyway (SonataFlow's behaviour); declare it with kind: produced (or a second, produced "
+                        "definition)", "XF143")
+        elif kind != wanted:
             use = "consumes" if wanted == "consumed" else "produces"
             self.report(pointer, f"this reference {use} event {name!r}, which is defined with kind {kind!r}; "
                         f"expected kind {wanted!r}", "XF106")

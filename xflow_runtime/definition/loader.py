@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from xflow_runtime.definition.compat import accept_findings, normalize, severity_for
 from xflow_runtime.definition.diagnostics import CODES, Diagnostic, errors_in, sort_key
 from xflow_runtime.definition.lint import run_lint
 from xflow_runtime.definition.reader import ParsedSource, parse_source, read_path
@@ -54,15 +55,17 @@ class CheckResult:
 
 def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
                   base_dir: str | os.PathLike[str] | None = None, validator: Any = None,
-                  compile: bool = True) -> LoadedWorkflow:
+                  compile: bool = True, strict: bool = False) -> LoadedWorkflow:
     """Load, check and compile one workflow. Raises :class:`DefinitionError` listing every error.
 
     ``path_or_text`` is a path (a :class:`os.PathLike`, or a one-line string naming an existing
     file or ending in .yaml/.yml/.json) or the document text itself. ``base_dir`` (default: the
     file's folder, or the current folder for text) is where relative references resolve.
     ``validator`` replaces the dialect's schema validator (tests); ``compile=False`` skips the plan.
+    ``strict`` makes every SonataFlow relaxation (XF140–XF147) an error instead of a warning.
     """
-    result = check_workflow(path_or_text, source_name=source_name, base_dir=base_dir, validator=validator)
+    result = check_workflow(path_or_text, source_name=source_name, base_dir=base_dir, validator=validator,
+                            strict=strict)
     if result.errors or result.document is None:
         raise DefinitionError(result.diagnostics)
     plan = None
@@ -75,11 +78,12 @@ def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | No
 
 
 def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
-                   base_dir: str | os.PathLike[str] | None = None, validator: Any = None) -> CheckResult:
+                   base_dir: str | os.PathLike[str] | None = None, validator: Any = None,
+                   strict: bool = False) -> CheckResult:
     """Every loader check (not the plan compiler), without raising; diagnostics sorted by position."""
     parsed, name, folder = _read(path_or_text, source_name, base_dir)
     document_map = DocumentMap(parsed.source_map)
-    collector = _Collector(document_map, list(parsed.diagnostics))
+    collector = _Collector(document_map, list(parsed.diagnostics), strict)
     value = parsed.value
     if value is not None and not isinstance(value, dict):
         collector.found.append(_root_not_mapping(value, path_or_text, source_name, parsed))
@@ -90,7 +94,9 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     display_dir = "" if name.startswith("<") else os.path.dirname(name)
     context = ReferenceContext(folder, display_dir, document_map, collector.found.append, {})
     resolve_references(value, context)
-    for pointer, message, code, prefer_key in schema_findings(value, validator):
+    normalize(value, collector.report)
+    for pointer, message, code, prefer_key in accept_findings(schema_findings(value, validator), value,
+                                                              collector.report):
         collector.report(pointer, message, code, prefer_key=prefer_key)
     resolve_data_input_schema(value, context)
     run_lint(value, collector.report)
@@ -107,9 +113,10 @@ class _Collector:
     explained is dropped, so one mistake does not produce two messages.
     """
 
-    def __init__(self, document_map: DocumentMap, found: list[Diagnostic]) -> None:
+    def __init__(self, document_map: DocumentMap, found: list[Diagnostic], strict: bool = False) -> None:
         self.document_map = document_map
         self.found = found
+        self.strict = strict
         self._schema_pointers: set[str] = set()
 
     def report(self, pointer: str, message: str, code: str, *, severity: str | None = None,
@@ -119,7 +126,7 @@ class _Collector:
         elif pointer in self._schema_pointers:
             return
         file, inner, (line, column) = self.document_map.resolve(pointer, prefer_key=prefer_key)
-        level = severity or (CODES[code].severity if code in CODES else "error")
+        level = severity_for(code, self.strict) or severity or (CODES[code].severity if code in CODES else "error")
         self.found.append(Diagnostic(file, line, column, inner, message, level, code))  # type: ignore[arg-type]
 
 
@@ -133,17 +140,19 @@ def _root_not_mapping(value: Any, path_or_text: str | os.PathLike[str], source_n
                       f"{json_type(value)}, expected a mapping with id, specVersion and states{hint}", "error", "XF008")
 
 
-def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool = True) -> list[Diagnostic]:
+def validate_documents(paths: Iterable[str | os.PathLike[str]], *, compile: bool = True,
+                       strict: bool = False) -> list[Diagnostic]:
     """Check each file and return every diagnostic (errors and warnings), for ``xflow validate``."""
     found: list[Diagnostic] = []
     for path in paths:
-        found.extend(_with_plan_problems(check_workflow(Path(path), source_name=str(path)), compile))
+        found.extend(_with_plan_problems(check_workflow(Path(path), source_name=str(path), strict=strict), compile))
     return found
 
 
-def validate_text(text: str, source_name: str = "<stdin>", *, compile: bool = True) -> list[Diagnostic]:
+def validate_text(text: str, source_name: str = "<stdin>", *, compile: bool = True,
+                  strict: bool = False) -> list[Diagnostic]:
     """Like :func:`validate_documents` for one document given as text (``xflow validate -``)."""
-    return _with_plan_problems(check_workflow(text, source_name=source_name), compile)
+    return _with_plan_problems(check_workflow(text, source_name=source_name, strict=strict), compile)
 
 
 def _with_plan_problems(result: CheckResult, compile: bool) -> list[Diagnostic]:

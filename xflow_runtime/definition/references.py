@@ -74,8 +74,19 @@ def resolve_data_input_schema(document: dict[str, Any], context: ReferenceContex
         context.report(Diagnostic(shown, *parsed.source_map.locate(problem[0]), problem[0],
                                   f"not a valid JSON Schema: {problem[1]}", "error", "XF022"))
         return
-    document["dataInputSchema"] = {"schema": parsed.value, "failOnValidationErrors": fail}
+    from xflow_runtime.plan.json_schemas import anchor_refs
+
+    # Relative $refs inside the file resolve against its own folder, not the workflow's.
+    schema = anchor_refs(parsed.value, _schema_folder(uri, context.base_dir))
+    document["dataInputSchema"] = {"schema": schema, "failOnValidationErrors": fail}
     context.document_map.mount("/dataInputSchema/schema", parsed.source_map, "")
+
+
+def _schema_folder(uri: str, base_dir: Path) -> Path:
+    target = uri.strip().split("#", 1)[0]
+    if target.lower().startswith("file://"):
+        target = unquote(target[len("file://"):])
+    return (Path(target) if os.path.isabs(target) else base_dir / target).resolve().parent
 
 
 def load_reference(uri: str, pointer: str, context: ReferenceContext) -> tuple[ParsedSource, str] | None:

@@ -31,7 +31,14 @@ _import_lock = threading.Lock()
 
 async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContext) -> Any:
     operation = fn.operation if isinstance(fn.operation, str) else ""
-    target = context.registry.lookup(fn.name, operation) or _import_target(fn.name, operation)
+    target = context.registry.lookup(fn.name, operation)
+    if target is None:
+        from xflow_runtime.functions.sonataflow import convention_for
+
+        convention = convention_for(fn)  # sysout, rest:METHOD:URL, JVM-only operations
+        if convention is not None:
+            return await convention(fn, arguments, context)
+        target = _import_target(fn.name, operation)
     args, kwargs = call_arguments(target, fn.name, arguments)
     context.log.debug("calling custom function %s", fn.name)
     try:

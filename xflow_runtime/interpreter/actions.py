@@ -44,24 +44,34 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             if result is not SKIPPED:
                 data = merge_action_result(data, action.filter, result, action.label, run.variables)
         return data
+    variables, tracked = run.variables, run.plan.tracks_previous_result
     for i, action in enumerate(actions):
         try:
-            result = await perform(run, action, data, f"{scope}/{i}", timeouts)
+            result = await perform(run, action, data, f"{scope}/{i}", timeouts, variables)
         except Failure as failure:
             raise failure.with_data(data)
         except asyncio.CancelledError:  # a state timeout: keep what was merged for onErrors
             run.progress[scope] = data
             raise
         if result is not SKIPPED:
-            data = merge_action_result(data, action.filter, result, action.label, run.variables)
+            data = merge_action_result(data, action.filter, result, action.label, variables)
+            if tracked:
+                variables = with_previous_result(variables, result)
     return data
 
 
-async def perform(run: "Instance", action: Action, data: Any, step: str, timeouts: Timeouts) -> Any:
-    """Everything up to the (unfiltered) result; :data:`SKIPPED` when there is nothing to merge."""
-    variables = run.variables
+def with_previous_result(variables: dict[str, Any], result: Any) -> dict[str, Any]:
+    """``$WORKFLOW.prevActionResult``: the raw result of the action before, in a sequence (SonataFlow)."""
+    return {**variables, "WORKFLOW": {**variables.get("WORKFLOW", {}), "prevActionResult": result}}
+
+
+async def perform(run: "Instance", action: Action, data: Any, step: str, timeouts: Timeouts,
+                  variables: dict[str, Any] | None = None) -> Any:
+    """Everything up to the (unfiltered) result; :data:`SKIPPED` when there is nothing to merge.
+    ``variables`` replaces the instance's (a foreach iteration adds its element)."""
+    variables = run.variables if variables is None else variables
     try:
-        if action.condition is not None and action.condition.evaluate(data, variables) is not True:
+        if action.condition is not None and not action.condition.evaluate_condition(data, variables):
             run.record("action_skipped", step=step, action=action.label)
             return SKIPPED
         action_input = apply(action.filter.from_state_data, data, variables)
@@ -71,16 +81,17 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
         await run.port.sleep(action.sleep_before)
     if action.invoke == "async" and isinstance(action.ref, EventRef):
         # Producing the trigger event is the whole call: do it now, so it is ordered and listed.
-        await _fire_and_forget(run, action, action_input, f"{step}:{action.label}#1")
+        await _fire_and_forget(run, action, action_input, f"{step}:{action.label}#1", variables)
         result: Any = SKIPPED
     elif action.invoke == "async":
         ref = action.ref
         # Only subflows with onParentComplete: terminate die with the parent; other async calls finish.
         detached = not (isinstance(ref, SubFlowRef) and ref.on_parent_complete == "terminate")
-        run.spawn(_fire_and_forget(run, action, action_input, f"{step}:{action.label}#1"), detached=detached)
+        run.spawn(_fire_and_forget(run, action, action_input, f"{step}:{action.label}#1", variables),
+                  detached=detached)
         result = SKIPPED
     else:
-        result = await _with_retries(run, action, action_input, step, timeouts)
+        result = await _with_retries(run, action, action_input, step, timeouts, variables)
     if action.sleep_after:
         await run.port.sleep(action.sleep_after)
     if not action.filter.use_results:
@@ -88,13 +99,14 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
     return result
 
 
-async def _with_retries(run: "Instance", action: Action, action_input: Any, step: str, timeouts: Timeouts) -> Any:
+async def _with_retries(run: "Instance", action: Action, action_input: Any, step: str, timeouts: Timeouts,
+                        variables: dict[str, Any]) -> Any:
     attempt, previous_delay = 1, None
     limit = _attempt_limit(timeouts)
     while True:
         name = f"{step}:{action.label}#{attempt}"
         try:
-            return await within(run.port, limit, invoke(run, action, action_input, name),
+            return await within(run.port, limit, invoke(run, action, action_input, name, variables),
                                 f"action '{action.label}'")
         except Exception as exc:  # noqa: BLE001 - every failure is matched against the definitions
             failure = Failure.from_exception(exc)
@@ -114,18 +126,20 @@ def _attempt_limit(timeouts: Timeouts) -> float | None:
     return min(limits) if limits else None
 
 
-async def invoke(run: "Instance", action: Action, action_input: Any, step: str) -> Any:
+async def invoke(run: "Instance", action: Action, action_input: Any, step: str,
+                 variables: dict[str, Any] | None = None) -> Any:
     """One attempt of the action's call; the raw result."""
     ref = action.ref
+    variables = run.variables if variables is None else variables
     if isinstance(ref, FunctionRef):
-        return await _call_function(run, ref, action_input, step)
+        return await _call_function(run, ref, action_input, step, variables)
     if isinstance(ref, SubFlowRef):
         return await run.run_subflow(ref, action_input, step)
-    return await _call_by_event(run, ref, action_input, step)
+    return await _call_by_event(run, ref, action_input, step, variables)
 
 
-async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, step: str) -> Any:
-    variables = run.variables
+async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, step: str,
+                         variables: dict[str, Any]) -> Any:
     if ref.expression is not None:  # pure: evaluated on the action input, nothing to record
         return ref.expression.evaluate(action_input, variables)
     if ref.arguments is None:  # the action input is shared with the state data: hand out a copy
@@ -153,12 +167,12 @@ async def _call_python(function: Any, name: str, arguments: Any) -> Any:
     return result
 
 
-async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step: str) -> Any:
-    variables = run.variables
+async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step: str,
+                         variables: dict[str, Any]) -> Any:
     data = None if ref.data is None else ref.data.render(action_input, variables)
     attributes = None if ref.context_attributes is None else ref.context_attributes.render(action_input, variables)
     await run.emit(ref.trigger, data, attributes, step)
-    if ref.invoke == "async":
+    if ref.invoke == "async" or ref.result is None:
         return None
     received = await run.inbox.receive((ref.result,), ref.result_event_timeout, run.correlation)
     if received is None:
@@ -168,10 +182,11 @@ async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step
     return payload(event, definition)
 
 
-async def _fire_and_forget(run: "Instance", action: Action, action_input: Any, step: str) -> None:
+async def _fire_and_forget(run: "Instance", action: Action, action_input: Any, step: str,
+                           variables: dict[str, Any]) -> None:
     """``invoke: async``: no result, no retries, and errors never reach the workflow."""
     try:
-        await invoke(run, action, action_input, step)
+        await invoke(run, action, action_input, step, variables)
     except Exception as exc:  # noqa: BLE001 - async errors are reported, never propagated
         run.record("async_action_failed", step=step, action=action.label,
                    error=Failure.from_exception(exc).to_dict())

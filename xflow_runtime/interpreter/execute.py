@@ -20,7 +20,7 @@ from xflow_runtime.interpreter.events import Inbox
 from xflow_runtime.interpreter.failures import TIMEOUT, Failure
 from xflow_runtime.interpreter.instance import Instance, StopRequested
 from xflow_runtime.plan.model import End, WorkflowExecTimeout
-from xflow_runtime.plan.states import WorkflowPlan
+from xflow_runtime.plan.states import DataInputSchema, WorkflowPlan
 
 Status = Literal["completed", "failed"]
 
@@ -115,6 +115,9 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
             output, end = await run.run_states(plan.start, data)
         else:
             output, end = await _run_with_deadline(run, data, timeout)
+        if plan.output_schema is not None:
+            _check_against(plan.output_schema, output, "workflow output", "workflow-output-schema",
+                           "output_validation_warning", run)
     except _TimedOut as timed_out:
         await run.close()
         run.record("workflow_failed", error=timed_out.error)
@@ -151,18 +154,28 @@ def _check_input(plan: WorkflowPlan, input: Any, run: Instance) -> Any:
     data = {} if input is None else input
     if not isinstance(data, dict):
         raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code="invalidInput")
-    schema = plan.data_input_schema
-    if schema is not None:
-        problems = sorted(schema.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-        if problems:
-            first = problems[0]
-            where = "/" + "/".join(str(part) for part in first.absolute_path)
-            message = f"workflow input does not match dataInputSchema at {where}: {first.message}"
-            if schema.fail_on_validation_errors:
-                raise Failure(message, name="validation", code="validation",
-                              details=[p.message for p in problems[:20]])
-            run.record("input_validation_warning", message=message)
+    if plan.data_input_schema is not None:
+        _check_against(plan.data_input_schema, data, "workflow input", "dataInputSchema",
+                       "input_validation_warning", run)
     return data
+
+
+def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: str, warning: str,
+                   run: Instance) -> None:
+    """Fail with code ``validation`` (or record ``warning``) when ``data`` does not match ``schema``."""
+    try:
+        problems = sorted(schema.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    except Exception as exc:  # noqa: BLE001 - e.g. a $ref naming a missing file: still our own code
+        raise Failure(f"{what} cannot be checked against {schema_name}: {exc}", name="validation",
+                      code="validation") from None
+    if problems:
+        first = problems[0]
+        where = "/" + "/".join(str(part) for part in first.absolute_path)
+        message = f"{what} does not match {schema_name} at {where}: {first.message}"
+        if schema.fail_on_validation_errors:
+            raise Failure(message, name="validation", code="validation",
+                          details=[p.message for p in problems[:20]])
+        run.record(warning, message=message)
 
 
 class _TimedOut(Exception):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from typing import Any, Coroutine
 
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
+from xflow_runtime.errors import ERROR_MESSAGE
 from xflow_runtime.interpreter.actions import run_actions
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.context import ExecutionContext
@@ -108,6 +110,8 @@ class Instance:
                                           f"state '{state.name}'")
             if exit is None:
                 exit = state.exit
+            if state.error_message is not None:
+                _fail_with_error_message(state, data, self.variables)
             if state.filter.output is not None:
                 data = state.filter.output.evaluate(data, self.variables)
         except Exception as exc:  # noqa: BLE001 - matched against onErrors below
@@ -208,3 +212,12 @@ async def _deliver(sink: Any, event: dict[str, Any]) -> None:
     result = sink(event)
     if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
         await result
+
+
+def _fail_with_error_message(state: State, data: Any, variables: dict[str, Any]) -> None:
+    """SonataFlow's ``metadata.errorMessage``: a non-null value fails the state with that message."""
+    assert state.error_message is not None  # noqa: S101 - the caller checked
+    message = state.error_message.evaluate(data, variables)
+    if message is not None:
+        text = message if isinstance(message, str) else json.dumps(message)
+        raise Failure(text, code=ERROR_MESSAGE, name=ERROR_MESSAGE)

@@ -101,9 +101,12 @@ def _function_ref(raw: Any, ctx: CompileContext, where: str) -> FunctionRef:
     expression = None
     if function.type == "expression":
         expression = ctx.expression(function.operation, f"/functions/{function.name}/operation")
+    arguments = raw.get("arguments")
     return FunctionRef(
         function=function,
-        arguments=ctx.template(raw.get("arguments"), f"{where}/arguments"),
+        # One string is one expression whose result is the whole argument value (SonataFlow; XF144).
+        arguments=ctx.data(arguments, f"{where}/arguments") if isinstance(arguments, str)
+        else ctx.template(arguments, f"{where}/arguments"),
         selection_set=raw.get("selectionSet"),
         invoke=_invoke(raw.get("invoke"), where),
         expression=expression,
@@ -111,13 +114,14 @@ def _function_ref(raw: Any, ctx: CompileContext, where: str) -> FunctionRef:
 
 
 def _event_ref(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> EventRef:
+    result = raw.get("resultEventRef")  # absent: produce and go on (SonataFlow; the loader says XF142)
     return EventRef(
         trigger=ctx.event(require(raw, "triggerEventRef", where), f"{where}/triggerEventRef", "produced"),
-        result=ctx.event(require(raw, "resultEventRef", where), f"{where}/resultEventRef", "consumed"),
+        result=None if result is None else ctx.event(result, f"{where}/resultEventRef", "consumed"),
         result_event_timeout=optional_duration(raw.get("resultEventTimeout"), where=f"{where}/resultEventTimeout"),
         data=ctx.data(raw.get("data"), f"{where}/data"),
         context_attributes=ctx.template(raw.get("contextAttributes"), f"{where}/contextAttributes"),
-        invoke=_invoke(raw.get("invoke"), where),
+        invoke="async" if result is None else _invoke(raw.get("invoke"), where),
     )
 
 

@@ -51,9 +51,9 @@ def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
         raise invalid(where, "a switch state has either dataConditions or eventConditions, not both")
     if data_raw is None and event_raw is None:
         raise invalid(where, "a switch state needs dataConditions or eventConditions")
-    default_raw = raw.get("defaultCondition")
-    if not isinstance(default_raw, Mapping):
-        raise invalid(where, "a switch state needs a 'defaultCondition'")
+    default_raw = raw.get("defaultCondition")  # absent: no match fails the state (SonataFlow; XF141)
+    if default_raw is not None and not isinstance(default_raw, Mapping):
+        raise invalid(where, "a switch state's 'defaultCondition' must be an object")
     data_conditions = tuple(
         DataCondition(
             condition=ctx.required_expression(require(item, "condition", f"{where}/dataConditions/{i}"),
@@ -74,7 +74,8 @@ def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
         for i, item in enumerate(event_raw or ())
     )
     return SwitchState(**common, data_conditions=data_conditions, event_conditions=event_conditions,
-                       default=compile_required_exit(default_raw, ctx, f"{where}/defaultCondition"))
+                       default=None if default_raw is None
+                       else compile_required_exit(default_raw, ctx, f"{where}/defaultCondition"))
 
 
 def sleep(raw: dict, ctx: CompileContext, common: Common) -> State:
@@ -125,12 +126,20 @@ def foreach(raw: dict, ctx: CompileContext, common: Common) -> State:
             raise invalid(f"{where}/batchSize", f"expected a whole number, found {batch!r}") from None
         if batch < 1:
             raise invalid(f"{where}/batchSize", f"must be 1 or more, found {batch}")
+    param = _iteration_param(raw.get("iterationParam"), f"{where}/iterationParam")
+    outer = ctx.variables
+    if param.isidentifier():  # the actions may also read the element as $<iterationParam> (SonataFlow)
+        ctx.variables = outer + (param,)
+    try:
+        actions = compile_actions(require(raw, "actions", where), ctx, f"{where}/actions")
+    finally:
+        ctx.variables = outer
     return ForEachState(
         **common,
         input_collection=ctx.required_expression(require(raw, "inputCollection", where), f"{where}/inputCollection"),
         output_collection=ctx.expression(raw.get("outputCollection"), f"{where}/outputCollection", path=True),
-        iteration_param=_iteration_param(raw.get("iterationParam"), f"{where}/iterationParam"),
-        actions=compile_actions(require(raw, "actions", where), ctx, f"{where}/actions"),
+        iteration_param=param,
+        actions=actions,
         batch_size=batch,
         mode=_mode(raw, "mode", "parallel", where),
     )

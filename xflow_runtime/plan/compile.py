@@ -7,8 +7,6 @@ as :class:`~xflow_runtime.errors.DefinitionError` rather than failing later at r
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any, Mapping
 
 from xflow_runtime.errors import DefinitionError
@@ -26,9 +24,10 @@ from xflow_runtime.plan.definitions import (
     invalid,
 )
 from xflow_runtime.plan.functions import compile_function_def
+from xflow_runtime.plan.json_schemas import data_input_schema, output_schema
 from xflow_runtime.plan.model import NO_TIMEOUTS
 from xflow_runtime.plan.registry import known_state_types, state_compiler
-from xflow_runtime.plan.states import DataInputSchema, State, WorkflowPlan
+from xflow_runtime.plan.states import State, WorkflowPlan
 from xflow_runtime.plan.templates import compile_template
 
 
@@ -87,6 +86,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         state_names=frozenset(seen),
         base_dir=base_dir,
         source_name=source_name,
+        expression_lang=str(document.get("expressionLang", "jq")),
     )
     states = {}
     for i, raw in enumerate(raw_states):
@@ -128,9 +128,12 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         workflow_exec_timeout=wf_timeout,
         keep_active=bool(document.get("keepActive", False)),
         auto_retries=bool(document.get("autoRetries", False)),
-        data_input_schema=_data_input_schema(document.get("dataInputSchema"), base_dir),
+        data_input_schema=data_input_schema(document.get("dataInputSchema"), base_dir),
+        output_schema=output_schema(document.get("extensions"), base_dir),
         expression_lang=str(document.get("expressionLang", "jq")),
         annotations=tuple(document.get("annotations") or ()),
+        tracks_previous_result=_mentions(document.get("functions"), "prevActionResult")
+        or _mentions(raw_states, "prevActionResult"),
         metadata=dict(document.get("metadata") or {}),
         base_dir=base_dir, source_name=source_name, schedule=schedule,
     )
@@ -154,55 +157,27 @@ def compile_state(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> St
         "used_for_compensation": bool(raw.get("usedForCompensation", False)),
         "timeouts": compile_timeouts(raw.get("timeouts"), f"{where}/timeouts", ctx.timeouts),
         "metadata": dict(raw.get("metadata") or {}),
+        "error_message": _error_message(raw.get("metadata"), ctx, f"{where}/metadata/errorMessage"),
     }
     ctx.where = where
     return compiler(dict(raw), ctx, common)
 
 
+def _mentions(value: Any, word: str) -> bool:
+    """Whether any string inside ``value`` contains ``word``."""
+    if isinstance(value, str):
+        return word in value
+    if isinstance(value, Mapping):
+        return any(_mentions(item, word) for item in value.values())
+    if isinstance(value, list):
+        return any(_mentions(item, word) for item in value)
+    return False
+
+
+def _error_message(metadata: Any, ctx: CompileContext, where: str) -> Any:
+    text = metadata.get("errorMessage") if isinstance(metadata, Mapping) else None
+    return ctx.expression(text, where) if isinstance(text, str) and text.strip() else None
+
+
 # Built-in types must say where they go; extension types (aiagent) may route through outcomes.
 _NEEDS_EXIT = frozenset({"operation", "sleep", "inject", "parallel", "foreach", "event", "callback"})
-
-
-def _data_input_schema(raw: Any, base_dir: str | None) -> DataInputSchema | None:
-    if raw is None:
-        return None
-    fail = True
-    if isinstance(raw, Mapping) and "schema" in raw:
-        fail = bool(raw.get("failOnValidationErrors", True))
-        raw = raw["schema"]
-    schema = raw if isinstance(raw, Mapping) else _read_schema(raw, base_dir)
-    import jsonschema  # only workflows that declare an input schema pay for this import
-
-    try:
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise invalid("/dataInputSchema", f"not a valid JSON Schema: {exc.message}") from None
-    return DataInputSchema(schema=dict(schema), fail_on_validation_errors=fail, validator=validator_class(schema))
-
-
-def _read_schema(uri: Any, base_dir: str | None) -> Mapping[str, Any]:
-    if not isinstance(uri, str):
-        raise invalid("/dataInputSchema", f"expected a schema URI or object, found {type(uri).__name__}")
-    path = uri[len("file://"):] if uri.startswith("file://") else uri
-    if "://" in path:
-        raise invalid("/dataInputSchema", f"{uri!r}: only local schema files are read")
-    if not os.path.isabs(path):
-        path = os.path.join(base_dir or os.getcwd(), path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise invalid("/dataInputSchema", f"cannot read {uri!r}: {exc.strerror}") from None
-    try:
-        if path.endswith((".yaml", ".yml")):
-            import yaml
-
-            schema = yaml.safe_load(text)
-        else:
-            schema = json.loads(text)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is a definition problem
-        raise invalid("/dataInputSchema", f"{uri!r} is not JSON/YAML: {exc}") from None
-    if not isinstance(schema, Mapping):
-        raise invalid("/dataInputSchema", f"{uri!r} does not hold a JSON Schema object")
-    return schema

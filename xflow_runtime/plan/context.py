@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from xflow_runtime.errors import DefinitionError, ExpressionError
-from xflow_runtime.expressions import JqExpression, compile_expression
+from xflow_runtime.expressions import JqExpression
+from xflow_runtime.expressions.language import compile_in
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.functions import FunctionDef
 from xflow_runtime.plan.model import ErrorDef, EventDef, RetryDef, Timeouts
@@ -29,6 +30,10 @@ class CompileContext:
     extras: dict[str, Any] = field(default_factory=dict)
     #: JSON pointer of the state being compiled, for messages (e.g. ``/states/2``).
     where: str = ""
+    #: The workflow's ``expressionLang`` (``jq`` or ``jsonpath``).
+    expression_lang: str = "jq"
+    #: Variables in scope besides $CONST/$SECRETS/$WORKFLOW (a foreach's ``iterationParam``).
+    variables: tuple[str, ...] = ()
 
     # --- expressions ---------------------------------------------------------------------------
     def expression(self, text: Any, where: str, *, path: bool = False,
@@ -40,7 +45,8 @@ class CompileContext:
             raise invalid(where, f"expected an expression string, found {type(text).__name__}")
         text = self._function_reference(text, where)
         try:
-            return compile_expression(text, as_path=path, extra_variables=extra_variables)
+            return compile_in(self.expression_lang, text, as_path=path,
+                              extra_variables=extra_variables + self.variables)
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
 
@@ -58,7 +64,8 @@ class CompileContext:
             return None
         value = self._resolve_references(value, where)
         try:
-            return compile_template(value, extra_variables=extra_variables)
+            return compile_template(value, extra_variables=extra_variables + self.variables,
+                                    language=self.expression_lang)
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
 
@@ -66,7 +73,7 @@ class CompileContext:
         """String = expression, object = template (``produceEvents.data`` and friends)."""
         value = self._resolve_references(value, where)
         try:
-            return compile_data(value)
+            return compile_data(value, extra_variables=self.variables, language=self.expression_lang)
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
 
@@ -101,7 +108,8 @@ class CompileContext:
         found = self.events.get(name) if isinstance(name, str) else None
         if found is None:
             raise invalid(where, f"event {name!r} is not defined (known: {_known(self.events)})")
-        if kind is not None and found.kind != kind:
+        # A consumed event may be produced (SonataFlow); the loader reports it (XF143, an error when strict).
+        if kind is not None and found.kind != kind and not (kind == "produced" and found.kind == "consumed"):
             raise invalid(where, f"event {name!r} is kind '{found.kind}' but is used as '{kind}'")
         return found
 

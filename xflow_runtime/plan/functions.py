@@ -132,3 +132,20 @@ def _check_inline_paths(name: str, operation: Mapping[str, Any]) -> None:
 
 def _invalid(message: str) -> DefinitionError:
     return DefinitionError([message])
+
+
+#: SonataFlow ``custom`` operations that run inside its JVM (Java beans, Camel routes, DMN models,
+#: Knative services, Jython scripts, classpath RPC add-ons): nothing here can run them.
+JVM_OPERATION_PREFIXES: tuple[str, ...] = ("service:", "camel:", "dmn", "knative:", "script:", "rpc:")
+
+
+def jvm_only_operation(function_type: Any, operation: Any) -> bool:
+    """Whether a ``custom`` function's operation needs SonataFlow's JVM."""
+    return function_type == "custom" and isinstance(operation, str) and operation.startswith(JVM_OPERATION_PREFIXES)
+
+
+def python_implementation_hint(name: str) -> str:
+    """How to provide a Python implementation of the function ``name`` instead."""
+    return (f"provide a Python implementation: register a callable under the function name {name!r} "
+            f"(Runtime(functions={{{name!r}: …}}) or a FunctionRegistry), or write operation: "
+            "'python:package.module:function'")

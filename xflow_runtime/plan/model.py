@@ -170,7 +170,8 @@ class FunctionRef:
 @dataclass(frozen=True, slots=True)
 class EventRef:
     trigger: EventDef
-    result: EventDef
+    #: None: produce the trigger event and go on (SonataFlow; ``invoke`` is then ``async``).
+    result: EventDef | None
     result_event_timeout: float | None = None
     data: Template | None = None
     context_attributes: Template | None = None

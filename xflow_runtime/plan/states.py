@@ -43,6 +43,9 @@ class State:
     used_for_compensation: bool = False
     timeouts: Timeouts = NO_TIMEOUTS
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: ``metadata.errorMessage`` (SonataFlow): evaluated on the state data after the state's work;
+    #: a non-null result fails the state with that message (code ``errorMessage``).
+    error_message: JqExpression | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +73,8 @@ class EventCondition:
 class SwitchState(State):
     data_conditions: tuple[DataCondition, ...] = ()
     event_conditions: tuple[EventCondition, ...] = ()
-    default: Exit
+    #: None: no condition matching fails the state with code ``NoConditionMatched`` (SonataFlow).
+    default: Exit | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,7 +162,11 @@ class WorkflowPlan:
     keep_active: bool = False
     auto_retries: bool = False
     data_input_schema: DataInputSchema | None = None
+    #: SonataFlow's ``workflow-output-schema`` extension: the workflow output must match it.
+    output_schema: DataInputSchema | None = None
     expression_lang: str = "jq"
+    #: Some expression reads ``$WORKFLOW.prevActionResult``: only then do action sequences track it.
+    tracks_previous_result: bool = False
     annotations: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     base_dir: str | None = None

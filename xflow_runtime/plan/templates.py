@@ -11,7 +11,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from xflow_runtime.expressions import JqExpression, compile_expression, is_expression
+from xflow_runtime.expressions import JqExpression
+from xflow_runtime.expressions.language import compile_in, is_marked_in
 
 
 class Template:
@@ -59,30 +60,33 @@ class ArrayTemplate(Template):
         return [item.render(data, variables) for item in self.items]
 
 
-def compile_template(value: Any, *, extra_variables: tuple[str, ...] = ()) -> Template:
-    """Compile ``value``; strings are expressions only when written ``${ … }``."""
+def compile_template(value: Any, *, extra_variables: tuple[str, ...] = (), language: str = "jq") -> Template:
+    """Compile ``value``; strings are expressions only when written ``${ … }`` (in a JSONPath
+    workflow also ``{{ … }}`` and a bare ``$…`` path that parses, as SonataFlow reads them)."""
     if isinstance(value, str):
-        if is_expression(value):
-            return ExpressionTemplate(compile_expression(value, extra_variables=extra_variables))
+        if is_marked_in(language, value):
+            return ExpressionTemplate(compile_in(language, value, extra_variables=extra_variables))
         return Constant(value)
     if isinstance(value, dict):
-        items = tuple((key, compile_template(item, extra_variables=extra_variables)) for key, item in value.items())
+        items = tuple((key, compile_template(item, extra_variables=extra_variables, language=language))
+                      for key, item in value.items())
         if all(isinstance(item, Constant) for _, item in items):
             return Constant(value)
         return ObjectTemplate(items)
     if isinstance(value, list):
-        elements = tuple(compile_template(item, extra_variables=extra_variables) for item in value)
+        elements = tuple(compile_template(item, extra_variables=extra_variables, language=language)
+                         for item in value)
         if all(isinstance(item, Constant) for item in elements):
             return Constant(value)
         return ArrayTemplate(elements)
     return Constant(value)
 
 
-def compile_data(value: Any) -> Template | None:
+def compile_data(value: Any, *, extra_variables: tuple[str, ...] = (), language: str = "jq") -> Template | None:
     """``produceEvents.data`` / ``eventRef.data`` / ``continueAs.data``: a string is always an
     expression (``${ }`` optional); an object is a template (literal unless ``${ }``)."""
     if value is None:
         return None
     if isinstance(value, str):
-        return ExpressionTemplate(compile_expression(value))
-    return compile_template(value)
+        return ExpressionTemplate(compile_in(language, value, extra_variables=extra_variables))
+    return compile_template(value, extra_variables=extra_variables, language=language)

@@ -54,6 +54,8 @@ class Runtime:
     ``on_instance_history`` receives ``(instance_id, record)`` (a server fans records out per
     instance); ``reply_tokens`` receives the reply text of ``aiagent`` LLM calls as the model
     produces it (:class:`~xflow_runtime.interpreter.services.ReplyTokenSink`; the calls stream then).
+    ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
+    (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
@@ -82,10 +84,13 @@ class Runtime:
                  chat_memory: str | bool | None = None,
                  long_term: "LongTermOptions | None" = None,
                  on_instance_history: InstanceHistoryListener | None = None,
-                 reply_tokens: "ReplyTokenSink | None" = None) -> None:
+                 reply_tokens: "ReplyTokenSink | None" = None,
+                 strict: bool = False) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
+        #: Load workflows by the letter of SW 0.8: SonataFlow relaxations are definition errors.
+        self.strict = strict
         self.database_url = database_url
         self.functions = dict(functions or {})
         self.secrets = dict(secrets or {})
@@ -182,7 +187,7 @@ class Runtime:
     def _compile(self, ref: WorkflowRef, shown_as: str | None = None) -> "WorkflowPlan":
         plan = self._plans.get(ref.sha256)
         if plan is None:
-            plan = execution.load_plan(ref.source, Path(ref.path), shown_as or ref.path)
+            plan = execution.load_plan(ref.source, Path(ref.path), shown_as or ref.path, strict=self.strict)
             self._plans[ref.sha256] = plan
         self._refs[id(plan)] = ref
         return plan

@@ -30,12 +30,13 @@ class RecordedFailure(WorkflowFailed):
         return (type(self), (self.instance_id, self.error))
 
 
-def load_plan(source: str, path: Path, shown_as: str) -> "WorkflowPlan":
+def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -> "WorkflowPlan":
     """Compile workflow text read from ``path`` (references resolve next to it; diagnostics name
-    it ``shown_as``). Raises :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic."""
+    it ``shown_as``). Raises :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic;
+    ``strict`` makes the SonataFlow relaxations (XF140–XF147) errors."""
     from xflow_runtime.definition import load_workflow
 
-    return load_workflow(source, source_name=shown_as, base_dir=path.parent).plan
+    return load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict).plan
 
 
 class Services:

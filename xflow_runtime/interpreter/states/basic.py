@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from xflow_runtime.errors import NO_CONDITION_MATCHED
 from xflow_runtime.expressions import merge
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
+from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.plan.model import Exit
 from xflow_runtime.plan.states import InjectState, OperationState, SleepState, SwitchState
@@ -25,19 +27,26 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     if state.data_conditions:
         variables = run.variables
         for condition in state.data_conditions:
-            if condition.condition.evaluate(data, variables) is True:
+            if condition.condition.evaluate_condition(data, variables):
                 return data, condition.exit
-        return data, state.default
+        return data, _default(state)
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
                                        run.correlation)
     if received is None:
         run.record("event_timeout", state=state.name)
-        return data, state.default
+        return data, _default(state)
     definition, event = received
     run.record("event_consumed", state=state.name, event_name=definition.name, id=event.get("id"))
     chosen = next(c for c in state.event_conditions if c.event is definition)
     data = merge_event_payload(data, chosen.filter, payload(event, definition), definition.name, run.variables)
     return data, chosen.exit
+
+
+def _default(state: SwitchState) -> Exit:
+    if state.default is None:  # SonataFlow's switch without defaultCondition (XF141)
+        raise Failure(f"switch '{state.name}': no condition matched and there is no defaultCondition",
+                      code=NO_CONDITION_MATCHED, name=NO_CONDITION_MATCHED)
+    return state.default
 
 
 async def sleep(state: SleepState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:

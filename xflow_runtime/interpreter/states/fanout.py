@@ -6,7 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from xflow_runtime.expressions import get_path, merge, set_path
-from xflow_runtime.interpreter.actions import SKIPPED, perform
+from xflow_runtime.interpreter.actions import SKIPPED, perform, with_previous_result
 from xflow_runtime.interpreter.concurrency import all_of, at_least, within
 from xflow_runtime.interpreter.data import merge_action_result, merge_into
 from xflow_runtime.interpreter.failures import Failure
@@ -73,15 +73,17 @@ async def _iteration(run: "Instance", state: ForEachState, data: Any, item: Any,
     working = dict(data) if isinstance(data, dict) else {}
     working[state.iteration_param] = item
     result: Any = None
-    variables = run.variables
+    variables = {**run.variables, state.iteration_param: item}  # $item in the actions (SonataFlow)
     for i, action in enumerate(state.actions):
         try:
-            raw = await perform(run, action, working, f"{scope}/{i}", state.timeouts)
+            raw = await perform(run, action, working, f"{scope}/{i}", state.timeouts, variables)
         except Failure as failure:
             raise failure.with_data(data)
         if raw is SKIPPED:
             continue
         working = merge_action_result(working, action.filter, raw, action.label, variables)
+        if run.plan.tracks_previous_result:
+            variables = with_previous_result(variables, raw)
         if action.filter.use_results:
             selected = raw if action.filter.results is None else action.filter.results.evaluate(raw, variables)
             result = merge_into(result, action.filter.to_state_data, selected, action.label, variables)
