@@ -27,6 +27,7 @@ from xflow_runtime.runtime_memory import DEFAULT_TENANT, chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.expressions.limits import EvaluationLimits
     from xflow_runtime.functions.context import HttpSettings
     from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.memory.longterm import LongTermOptions
@@ -72,7 +73,8 @@ class Runtime:
                  http: "HttpSettings | None" = None,
                  llm: "LLMSettings | LLMClient | None" = None,
                  chat_memory: str | bool | None = None,
-                 long_term: "LongTermOptions | None" = None) -> None:
+                 long_term: "LongTermOptions | None" = None,
+                 evaluation_limits: "EvaluationLimits | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -83,6 +85,8 @@ class Runtime:
         self.on_history = on_history
         self.executor_id = executor_id
         self.http = http
+        #: The budget of every expression and template evaluation (specs/limits.md).
+        self.evaluation_limits = evaluation_limits
         self.llm = _llm_client(llm)
         self.long_term_options = _long_term_options(long_term)
         self.chat_memory_url: str | None = None

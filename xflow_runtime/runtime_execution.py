@@ -115,6 +115,7 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         instance_id=instance_id,
         workflows=list(workflows),
         services=services.for_instance(identity),
+        evaluation_limits=services.runtime.evaluation_limits,
     )
     result = await interpret(plan, input, port=port, context=context)
     return result.raise_for_error()

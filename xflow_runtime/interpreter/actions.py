@@ -41,7 +41,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
                                 for i, action in enumerate(actions)])
         for action, result in zip(actions, results):
             if result is not SKIPPED:
-                data = merge_action_result(data, action.filter, result, action.label, run.variables)
+                data = await merge_action_result(data, action.filter, result, action.label, run.variables)
         return data
     for i, action in enumerate(actions):
         try:
@@ -52,7 +52,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             run.progress[scope] = data
             raise
         if result is not SKIPPED:
-            data = merge_action_result(data, action.filter, result, action.label, run.variables)
+            data = await merge_action_result(data, action.filter, result, action.label, run.variables)
     return data
 
 
@@ -60,10 +60,10 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
     """Everything up to the (unfiltered) result; :data:`SKIPPED` when there is nothing to merge."""
     variables = run.variables
     try:
-        if action.condition is not None and action.condition.evaluate(data, variables) is not True:
+        if action.condition is not None and await action.condition.evaluate_async(data, variables) is not True:
             run.record("action_skipped", step=step, action=action.label)
             return SKIPPED
-        action_input = apply(action.filter.from_state_data, data, variables)
+        action_input = await apply(action.filter.from_state_data, data, variables)
     except Exception as exc:  # noqa: BLE001 - expression failures are workflow errors
         raise Failure.from_exception(exc) from None
     if action.sleep_before:
@@ -126,11 +126,11 @@ async def invoke(run: "Instance", action: Action, action_input: Any, step: str) 
 async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, step: str) -> Any:
     variables = run.variables
     if ref.expression is not None:  # pure: evaluated on the action input, nothing to record
-        return ref.expression.evaluate(action_input, variables)
+        return await ref.expression.evaluate_async(action_input, variables)
     if ref.arguments is None:  # the action input is shared with the state data: hand out a copy
         arguments = copy.deepcopy(action_input) if isinstance(action_input, (dict, list)) else action_input
     else:
-        arguments = ref.arguments.render(action_input, variables)
+        arguments = await ref.arguments.render_async(action_input, variables)
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
         return await run.port.run_step(step, lambda: _call_python(callable_, arguments))
@@ -151,8 +151,9 @@ async def _call_python(function: Any, arguments: Any) -> Any:
 
 async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step: str) -> Any:
     variables = run.variables
-    data = None if ref.data is None else ref.data.render(action_input, variables)
-    attributes = None if ref.context_attributes is None else ref.context_attributes.render(action_input, variables)
+    data = None if ref.data is None else await ref.data.render_async(action_input, variables)
+    attributes = (None if ref.context_attributes is None
+                  else await ref.context_attributes.render_async(action_input, variables))
     await run.emit(ref.trigger, data, attributes, step)
     if ref.invoke == "async":
         return None

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from xflow_runtime.expressions.limits import EvaluationLimits
 from xflow_runtime.plan.functions import FunctionDef
 from xflow_runtime.plan.states import WorkflowPlan
 
@@ -83,6 +84,8 @@ class ExecutionContext:
     observer: Observer | None = None
     instance_id: str | None = None
     services: dict[str, Any] = field(default_factory=dict)
+    #: The budget of every evaluation (specs/limits.md); ``timeouts.evaluationTimeout`` overrides its time.
+    evaluation_limits: EvaluationLimits | None = None
     #: Async subflows started with ``onParentComplete: continue``; the embedder may await them.
     detached: list[asyncio.Task[Any]] = field(default_factory=list)
 

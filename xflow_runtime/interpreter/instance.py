@@ -97,7 +97,7 @@ class Instance:
         raw_input = data
         try:
             if state.filter.input is not None:
-                data = state.filter.input.evaluate(data, self.variables)
+                data = await state.filter.input.evaluate_async(data, self.variables)
             handler = state_handler(state.type)
             if handler is None:
                 raise Failure(f"no handler for state type '{state.type}'", code="unsupportedState")
@@ -109,7 +109,7 @@ class Instance:
             if exit is None:
                 exit = state.exit
             if state.filter.output is not None:
-                data = state.filter.output.evaluate(data, self.variables)
+                data = await state.filter.output.evaluate_async(data, self.variables)
         except Exception as exc:  # noqa: BLE001 - matched against onErrors below
             failure = Failure.from_exception(exc)
             if not failure.has_data and self.progress:
@@ -162,8 +162,9 @@ class Instance:
 
     async def produce(self, produced: ProducedEvent, data: Any, scope: str) -> None:
         variables = self.variables
-        payload = data if produced.data is None else produced.data.render(data, variables)
-        attributes = None if produced.context_attributes is None else produced.context_attributes.render(data, variables)
+        payload = data if produced.data is None else await produced.data.render_async(data, variables)
+        attributes = (None if produced.context_attributes is None
+                      else await produced.context_attributes.render_async(data, variables))
         await self.emit(produced.event, payload, attributes, f"{scope}/produce:{produced.event.name}")
 
     async def emit(self, definition: EventDef, data: Any, attributes: Any, step: str) -> None:
