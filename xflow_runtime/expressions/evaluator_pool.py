@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import json
 import os
 import select
@@ -27,7 +26,7 @@ from typing import Any
 
 from xflow_runtime.errors import ExpressionError, ExpressionTimeout, ExpressionTooLarge
 from xflow_runtime.expressions.jq_expressions import jq_failure
-from xflow_runtime.expressions.limits import EvaluationLimits
+from xflow_runtime.expressions.limits import EvaluationLimits, real_time
 
 _LENGTH = struct.Struct(">I")
 _WORKER = str(Path(__file__).with_name("evaluator_worker.py"))
@@ -153,10 +152,8 @@ class EvaluatorProcess:
 
         loop.add_reader(self._out, readable)
         timer = loop.call_later(timeout, lambda: arrived.done() or arrived.set_result(None))
-        # A loop that jumps over idle time (engine/clock.py, for tests) must let this wait take real time.
-        busy = getattr(loop, "busy", contextlib.nullcontext)
         try:
-            with busy():
+            with real_time(loop):
                 return await arrived
         finally:
             timer.cancel()

@@ -215,13 +215,23 @@ def interpolate(template: str, data: Any, variables: Mapping[str, Any] | None = 
     Used for GraphQL ``selectionSet`` (the only place 0.8 defines embedded expressions).
     Strings are inserted as they are; other values as compact JSON.
     """
-    import json
-
     def replace(match: re.Match[str]) -> str:
-        value = compile_expression(match.group("body")).evaluate(data, variables)
-        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return _as_text(compile_expression(match.group("body")).evaluate(data, variables))
 
     return _EMBEDDED.sub(replace, template)
+
+
+async def interpolate_async(template: str, data: Any, variables: Mapping[str, Any] | None = None) -> str:
+    """:func:`interpolate` for coroutines (pieces that need libjq are awaited, specs/limits.md)."""
+    values = iter([await compile_expression(match.group("body")).evaluate_async(data, variables)
+                   for match in _EMBEDDED.finditer(template)])
+    return _EMBEDDED.sub(lambda match: _as_text(next(values)), template)
+
+
+def _as_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 _PLAIN_PATH = re.compile(r"^(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")

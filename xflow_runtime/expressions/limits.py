@@ -8,8 +8,11 @@ starts inherits it, so code deep in a template render needs no extra argument.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 from dataclasses import dataclass, replace
+from typing import ContextManager
 
 
 @dataclass(frozen=True)
@@ -42,3 +45,10 @@ def use_limits(limits: EvaluationLimits) -> contextvars.Token[EvaluationLimits]:
 
 def reset_limits(token: contextvars.Token[EvaluationLimits]) -> None:
     _current.reset(token)
+
+
+def real_time(loop: asyncio.AbstractEventLoop) -> ContextManager[None]:
+    """Mark a wait on an evaluation as real work: a loop that jumps over idle time (the virtual
+    clock of engine/clock.py, used in tests) must not fire the budget's timer early."""
+    busy = getattr(loop, "busy", None)
+    return busy() if busy is not None else contextlib.nullcontext()

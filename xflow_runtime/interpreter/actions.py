@@ -10,7 +10,7 @@ import copy
 import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
-from xflow_runtime.expressions import interpolate
+from xflow_runtime.expressions import interpolate_async
 from xflow_runtime.interpreter.concurrency import all_of, within
 from xflow_runtime.interpreter.data import apply, merge_action_result
 from xflow_runtime.interpreter.events import payload
@@ -138,7 +138,8 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     if invoker is None:
         raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
                       "under its name or configure a function invoker", code="functionNotImplemented")
-    selection_set = None if ref.selection_set is None else interpolate(ref.selection_set, action_input, variables)
+    selection_set = (None if ref.selection_set is None
+                     else await interpolate_async(ref.selection_set, action_input, variables))
     return await run.port.run_step(step, lambda: invoker(ref.function, arguments, selection_set=selection_set))
 
 
