@@ -24,9 +24,11 @@ class _Interrupted(BaseException):
     catching ``Exception`` cannot swallow it)."""
 
 
-async def run_bounded(work: Callable[[], Any], what: str) -> Any:
-    """``work()``'s result, or :class:`ExpressionTimeout` once the budget is spent."""
-    limits = current_limits()
+def start_daemon_thread(work: Callable[[], Any], name: str) -> tuple["asyncio.Future[Any]", threading.Thread]:
+    """Run ``work`` in a new daemon thread; the future (of the running loop) gets its outcome.
+
+    A daemon thread never delays the process's exit (the default executor's threads are joined
+    at exit), so abandoned work (a timed-out call) cannot hold the process."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Any] = loop.create_future()
 
@@ -50,8 +52,16 @@ async def run_bounded(work: Callable[[], Any], what: str) -> Any:
         except RuntimeError:  # the loop closed meanwhile: nobody is waiting
             pass
 
-    thread = threading.Thread(target=target, name=f"xflow-evaluation: {what[:40]}", daemon=True)
+    thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
+    return done, thread
+
+
+async def run_bounded(work: Callable[[], Any], what: str) -> Any:
+    """``work()``'s result, or :class:`ExpressionTimeout` once the budget is spent."""
+    limits = current_limits()
+    loop = asyncio.get_running_loop()
+    done, thread = start_daemon_thread(work, f"xflow-evaluation: {what[:40]}")
     timer = loop.call_later(limits.timeout, lambda: done.done() or done.set_result(_EXPIRED))
     try:
         with real_time(loop):
