@@ -145,6 +145,15 @@ class JqExpression:
         return self._location(await _isolated(self._pool_program(path=True), self.text, data, self._bound,
                                               variables))
 
+    def path_in_process(self, data: Any) -> list[str | int]:
+        """:meth:`path` by libjq in this process, without a budget: only for a caller that has ruled
+        out loops itself (the linter, probing a text without loop builtins on ``null``), where
+        starting an evaluator process would cost more than the probe."""
+        static = self._known_path(data)
+        if static is not None:
+            return static
+        return self._location(_run(self._libjq("_path_program", path=True), self.text, data, self._bound, None))
+
     def _known_path(self, data: Any) -> list[str | int] | None:
         if self._path_program is None:
             raise ExpressionError("expression was not compiled as a path", expression=self.text)
