@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from xflow_runtime import EvaluationLimits, Runtime
+from xflow_runtime import EvaluationLimits, Runtime, WorkflowFailed
 from xflow_runtime.expressions import compile_expression
 from xflow_runtime.expressions.evaluator_pool import POOL
 
@@ -232,3 +232,41 @@ def test_a_string_repeated_by_a_number_from_the_data_is_bounded() -> None:
     assert expression.evaluate({"s": "ab", "n": 3}) == "ababab"
     with pytest.raises((ExpressionTooLarge, ExpressionTimeout)):  # whichever budget is reached first
         expression.evaluate({"s": "abcdefgh", "n": 10_000_000})
+
+
+TIMED = """
+id: timed
+specVersion: "0.8"
+timeouts: {evaluationTimeout: PT20S, workflowExecTimeout: PT0.6S}
+start: Spin
+errors: [{name: late, code: timeout}]
+states:
+  - name: Spin
+    type: switch
+    timeouts: {stateExecTimeout: PT0.3S}
+    dataConditions: [{condition: '${ last(repeat(1)) }', end: true}]
+    defaultCondition: {end: true}
+    onErrors: [{errorRef: late, transition: Filter}]
+  - name: Filter
+    type: inject
+    data: {}
+    stateDataFilter: {output: '${ last(repeat(1)) }'}
+    end: true
+"""
+
+
+async def test_instance_timeouts_fire_on_time_while_an_evaluation_runs(tmp_path: Path) -> None:
+    """The state timeout (0.3 s) stops the switch's evaluation long before its 20 s budget; the
+    workflow timeout (0.6 s) then stops the next state's filter."""
+    (tmp_path / "timed.yaml").write_text(TIMED)
+    history: list[dict[str, Any]] = []
+    async with Runtime(on_history=history.append) as runtime:
+        started = time.monotonic()
+        handle = await runtime.start(runtime.load(tmp_path / "timed.yaml"), {})
+        with pytest.raises(WorkflowFailed) as failure:
+            await handle.result()
+        took = time.monotonic() - started
+    assert failure.value.error["code"] == "timeout" and "workflowExecTimeout" in failure.value.error["message"]
+    failed = [event["error"]["code"] for event in history if event["event"] == "state_failed"]
+    assert failed[0] == "timeout"  # the switch, stopped by its stateExecTimeout
+    assert took < 0.6 + 1.0
