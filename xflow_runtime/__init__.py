@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "LoadedWorkflow": "xflow_runtime.definition",
     "Diagnostic": "xflow_runtime.definition",
     "Runtime": "xflow_runtime.runtime",
+    "EvaluationLimits": "xflow_runtime.expressions.limits",
     "InstanceHandle": "xflow_runtime.runtime",
     "run_sync": "xflow_runtime.runtime",
     "ChatMemory": "xflow_runtime.memory.chat",

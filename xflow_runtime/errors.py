@@ -36,6 +36,15 @@ class ExpressionSyntaxError(ExpressionError):
     """A jq expression does not compile."""
 
 
+class ExpressionTimeout(ExpressionError):
+    """An evaluation (jq expression or template) did not finish within its time budget
+    (specs/limits.md). Its class name is the code ``onErrors`` and ``retries`` match."""
+
+
+class ExpressionTooLarge(ExpressionError):
+    """An evaluation's result, or the memory it needed, exceeded its budget (specs/limits.md)."""
+
+
 #: Runtime error code: a switch without ``defaultCondition`` matched no condition (SonataFlow
 #: compatibility, ``specs/compat-sonataflow.md``).
 NO_CONDITION_MATCHED = "NoConditionMatched"

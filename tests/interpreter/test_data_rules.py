@@ -1,5 +1,7 @@
 """Pinned data decisions: filters, merge at the root, toStateData paths, input rules."""
 
+import asyncio
+
 from hypothesis import given, settings, strategies as st
 
 from xflow_runtime.interpreter.data import merge_into
@@ -154,7 +156,7 @@ def test_merge_into_root_never_loses_existing_keys_and_never_mutates(data, resul
     import copy
 
     before = copy.deepcopy(data)
-    merged = merge_into(data, None, result, "act", {})
+    merged = asyncio.run(merge_into(data, None, result, "act", {}))
     assert data == before
     assert isinstance(merged, dict)
     for key in data:
@@ -166,7 +168,7 @@ def test_merge_into_root_never_loses_existing_keys_and_never_mutates(data, resul
 @settings(max_examples=100, deadline=None)
 @given(json_objects, json_objects)
 def test_merge_into_path_places_result_under_that_path(data, result):
-    merged = merge_into(data, compile_expression(".x.y", as_path=True), result or {"k": 1}, "act", {})
+    merged = asyncio.run(merge_into(data, compile_expression(".x.y", as_path=True), result or {"k": 1}, "act", {}))
     assert merged["x"]["y"] == {**(merged["x"]["y"])} and all(k in merged["x"]["y"] for k in (result or {"k": 1}))
 
 

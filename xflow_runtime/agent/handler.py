@@ -39,12 +39,12 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
     model = _model_name(state)
     counters = Counters()
     long_term = await long_term_for(state, run)  # None unless longTermMemory/factExtraction is enabled
-    user_text = state.user_message.render(data, run.variables)
+    user_text = await state.user_message.render_async(data, run.variables)
     turn_number = 0
     while True:
         turn_number += 1
         history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
-        system_text = state.system_message.render(data, run.variables)
+        system_text = await state.system_message.render_async(data, run.variables)
         result = await Turn(run, state, data, scope, counters, _client(run), long_term).run_turn(
             system_text, history, user_text)
         await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn_number}")
@@ -53,15 +53,16 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
                                        [*history, *result.messages], conversation_source(chat_scope))
         agent_outcome = result.outcome()
         variables = outcome_variables(run.variables, agent_outcome)
-        outcome = select_outcome(state.outcomes, data, variables)
+        outcome = await select_outcome(state.outcomes, data, variables)
         if outcome is None:
             if state.exit is None:
                 raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no "
                                     "transition or end", name=NO_OUTCOME, code=NO_OUTCOME)
-            return _finish(state, apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
-        data = apply_outcome_filter(outcome.filter, data, agent_outcome, variables)
+            return await _finish(state, await apply_outcome_filter(_DEFAULT, data, agent_outcome, variables),
+                                 run), None
+        data = await apply_outcome_filter(outcome.filter, data, agent_outcome, variables)
         if outcome.finish:
-            return _finish(state, data, run), outcome.exit
+            return await _finish(state, data, run), outcome.exit
         run.record(AGENT_REPLY, state=state.name, turn=turn_number, reply=reply_text(agent_outcome),
                    outcome=agent_outcome)
         message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
@@ -95,8 +96,8 @@ def message_text(message: Any) -> str:
                         code="AgentMessageInvalid")
 
 
-def _finish(state: AIAgentState, data: Any, run: Any) -> Any:
-    return data if state.data_filter is None else state.data_filter.evaluate(data, run.variables)
+async def _finish(state: AIAgentState, data: Any, run: Any) -> Any:
+    return data if state.data_filter is None else await state.data_filter.evaluate_async(data, run.variables)
 
 
 def _client(run: Any) -> LLMClient:

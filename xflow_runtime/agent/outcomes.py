@@ -20,22 +20,23 @@ def outcome_variables(variables: Mapping[str, Any], agent_outcome: Any) -> dict[
     return {**variables, "agentOutcome": agent_outcome}
 
 
-def select_outcome(outcomes: tuple[AgentOutcome, ...], data: Any, variables: Mapping[str, Any]) -> AgentOutcome | None:
+async def select_outcome(outcomes: tuple[AgentOutcome, ...], data: Any, variables: Mapping[str, Any]) -> AgentOutcome | None:
     """The first outcome whose condition holds on the state data (``variables`` bind ``$agentOutcome``)."""
     for outcome in outcomes:
-        if outcome.condition is None or outcome.condition.evaluate_condition(data, variables):
+        if outcome.condition is None or await outcome.condition.evaluate_condition_async(data, variables):
             return outcome
     return None
 
 
-def apply_outcome_filter(flt: OutcomeFilter, data: Any, agent_outcome: Mapping[str, Any],
+async def apply_outcome_filter(flt: OutcomeFilter, data: Any, agent_outcome: Mapping[str, Any],
                          variables: Mapping[str, Any]) -> Any:
     """The state data after merging the outcome's payload."""
     if not flt.use_data:
         return data
-    payload = agent_outcome.get("returnValues") if flt.data is None else flt.data.evaluate(agent_outcome, variables)
+    payload = (agent_outcome.get("returnValues") if flt.data is None
+               else await flt.data.evaluate_async(agent_outcome, variables))
     if flt.to_state_data is not None:
-        return merge_at_path(data, flt.to_state_data.path(data, variables), payload)
+        return merge_at_path(data, await flt.to_state_data.path_async(data, variables), payload)
     if payload is None:
         return data
     if not isinstance(payload, Mapping):

@@ -14,6 +14,9 @@ A message is one of (decided in ``specs/agent.md``):
 
 Rendering failures raise :class:`~xflow_runtime.errors.WorkflowError` with code
 ``TemplateError`` (``TemplateSecurityError`` for a sandbox violation), which ``onErrors`` can match.
+A render is bounded like every evaluation (specs/limits.md): ``ExpressionTimeout`` past the time
+budget, ``ExpressionTooLarge`` for a text beyond the result budget or an operation that would build
+one (``"x" * n``, ``n ** m`` with a huge result).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from xflow_runtime.errors import DefinitionError, ExpressionError, WorkflowError
-from xflow_runtime.expressions import JqExpression, compile_expression, interpolate, is_expression
+from xflow_runtime.errors import DefinitionError, ExpressionError, ExpressionTooLarge, WorkflowError
+from xflow_runtime.expressions import JqExpression, compile_expression, interpolate, interpolate_async, is_expression
+from xflow_runtime.expressions.bounded_thread import run_bounded
+from xflow_runtime.expressions.limits import current_limits
 
 PromptKind = Literal["literal", "jq", "interpolated", "jinja"]
 _JINJA_MARKERS = re.compile(r"\{\{|\{%|\{#")
@@ -40,14 +45,38 @@ def sandbox() -> Any:
     global _environment
     if _environment is None:
         from jinja2 import StrictUndefined
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        env = ImmutableSandboxedEnvironment(loader=None, autoescape=False, undefined=StrictUndefined,
+        env = _bounded_sandbox_class()(loader=None, autoescape=False, undefined=StrictUndefined,
                                             keep_trailing_newline=True, finalize=_as_prompt_text)
         env.globals = {name: env.globals[name] for name in _SAFE_GLOBALS if name in env.globals}
         env.filters["tojson"] = lambda value, indent=None: json.dumps(value, indent=indent, ensure_ascii=False)
         _environment = env
     return _environment
+
+
+def _bounded_sandbox_class() -> Any:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class BoundedSandbox(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+        """Refuses the single operations whose cost one bytecode cannot bound: repeating a text or
+        list past the result budget, and powers with huge results (one C call each, so the time
+        budget could not interrupt them)."""
+
+        intercepted_binops = frozenset(["*", "**"])
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            limit = current_limits().max_result_bytes
+            if operator == "*":
+                sizes = [len(v) for v in (left, right) if isinstance(v, (str, list, tuple))]
+                counts = [v for v in (left, right) if isinstance(v, int) and not isinstance(v, bool)]
+                if sizes and counts and sizes[0] * max(counts[0], 0) > limit:
+                    raise ExpressionTooLarge(f"template repeats a value beyond the result budget ({limit} bytes)")
+            if operator == "**" and isinstance(right, (int, float)) and abs(right) > 1024 and \
+                    isinstance(left, (int, float)) and abs(left) > 1:
+                raise ExpressionTooLarge("template computes a power beyond the result budget")
+            return super().call_binop(context, operator, left, right)
+
+    return BoundedSandbox
 
 
 def _as_prompt_text(value: Any) -> Any:
@@ -74,6 +103,23 @@ class Prompt:
         if self.kind == "interpolated":
             return _evaluate(lambda: interpolate(self.text, data, variables), self.text)
         return _render_jinja(self.template, data, self.text)
+
+    async def render_async(self, data: Any, variables: Mapping[str, Any]) -> str:
+        """:meth:`render` under the evaluation budget, without blocking the event loop."""
+        if self.kind == "jq":
+            assert self.expression is not None
+            value = await _evaluate_async(self.expression.evaluate_async(data, variables), self.text)
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if self.kind == "interpolated":
+            return await _evaluate_async(interpolate_async(self.text, data, variables), self.text)
+        if self.kind == "jinja":
+            rendered = await _evaluate_async(run_bounded(lambda: _render_jinja(self.template, data, self.text),
+                                                         self.text), self.text)
+            if len(rendered) > current_limits().max_result_bytes:
+                raise _as_workflow_error(ExpressionTooLarge("template result exceeds the result budget",
+                                                            expression=self.text))
+            return rendered
+        return self.text
 
 
 def compile_prompt(text: Any, where: str) -> Prompt:
@@ -125,4 +171,16 @@ def _evaluate(run: Any, text: str) -> Any:
     try:
         return run()
     except ExpressionError as error:
-        raise WorkflowError(f"message expression failed: {error}", code="ExpressionError") from None
+        raise _as_workflow_error(error) from None
+
+
+async def _evaluate_async(evaluation: Any, text: str) -> Any:
+    try:
+        return await evaluation
+    except ExpressionError as error:
+        raise _as_workflow_error(error) from None
+
+
+def _as_workflow_error(error: ExpressionError) -> WorkflowError:
+    """Keeps the specific code (``ExpressionTimeout``, ``ExpressionTooLarge``) for ``onErrors``."""
+    return WorkflowError(f"message expression failed: {error}", code=type(error).__name__)

@@ -31,18 +31,20 @@ import weakref
 from typing import Any, Awaitable, Callable
 
 from dbos import DBOS, DBOSConfig, SetWorkflowAttributes, SetWorkflowID
-from dbos._error import DBOSException
+from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, DBOSException
 from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
 from xflow_runtime.engine.durable_names import (
     APPLICATION_VERSION,
     EVENT_ENVELOPE_KEY,
+    MAX_RECOVERY_ATTEMPTS,
     WORKFLOW_NAME,
+    parked_error,
 )
 from xflow_runtime.engine.durable_port import DurablePort
 from xflow_runtime.engine.durable_replay import ReplayOrder
 from xflow_runtime.engine.scopes import enter_root
-from xflow_runtime.errors import XFlowError
+from xflow_runtime.errors import WorkflowFailed, XFlowError
 
 #: Called inside the DBOS workflow with the recorded request and the port; returns the output.
 InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
@@ -57,7 +59,7 @@ class DurableEngineError(XFlowError):
     """The durable engine cannot start, or an instance id is unknown."""
 
 
-@DBOS.workflow(name=WORKFLOW_NAME)
+@DBOS.workflow(name=WORKFLOW_NAME, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
 async def _instance_workflow(request: dict[str, Any]) -> Any:
     if _body is None:
         raise DurableEngineError("no xflow runtime is attached to the durable engine in this process")
@@ -235,7 +237,9 @@ class DurableEngine:
             handle = await DBOS.retrieve_workflow_async(instance_id)
             # Polls the status row; a short interval keeps the latency of small instances low.
             return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
-        except DBOSException as error:  # cancelled, too many recoveries, a replay that diverged
+        except DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded:
+            raise WorkflowFailed(instance_id, parked_error()) from None
+        except DBOSException as error:  # cancelled, a replay that diverged
             raise DurableEngineError(f"instance {instance_id}: {error}") from error
 
     async def send(self, instance_id: str, topic: str, payload: Any,

@@ -6,6 +6,8 @@ storage format (see ``specs/durability.md``).
 
 from __future__ import annotations
 
+import os
+
 from xflow_runtime.settings import DEFAULT_DURABLE_URL
 
 #: DBOS application version, pinned. DBOS recovers only the PENDING workflows recorded under the
@@ -28,5 +30,22 @@ EVENT_ENVELOPE_KEY = "payload"
 #: Stand-in for "wait for ever" (DBOS receives always take a timeout): about 100 years.
 FOREVER_SECONDS = 100 * 365 * 24 * 3600.0
 
+#: How many times an instance may be recovered after its process ended while running it (a crash,
+#: a kill, a step that calls ``os._exit`` or runs out of memory) before it is parked instead of
+#: recovered again: DBOS's ``max_recovery_attempts`` (specs/limits.md). Read once, at import.
+MAX_RECOVERY_ATTEMPTS = int(os.environ.get("XFLOW_MAX_RECOVERY_ATTEMPTS", "10"))
+
+#: DBOS's status of a parked instance, and the error code we report for it.
+PARKED_STATUS = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+PROCESS_CRASHED = "ProcessCrashed"
+
 #: The store when nothing is set: the one rule lives in :mod:`xflow_runtime.settings`.
 DEFAULT_DATABASE_URL = DEFAULT_DURABLE_URL
+
+
+def parked_error() -> dict[str, str]:
+    """The error of a parked instance, as ``xflow show`` and ``result()`` report it."""
+    return {"name": PROCESS_CRASHED, "code": PROCESS_CRASHED,
+            "message": f"the instance was recovered {MAX_RECOVERY_ATTEMPTS} times after its process ended "
+                       "(crash, kill, os._exit, out of memory) and is parked instead of being recovered "
+                       "again; `xflow resume ID` tries it once more"}

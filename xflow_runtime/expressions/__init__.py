@@ -6,12 +6,13 @@ from xflow_runtime.expressions.jq_expressions import (
     JqExpression,
     compile_expression,
     interpolate,
+    interpolate_async,
     is_expression,
     strip_expression,
 )
 from xflow_runtime.expressions.merge import get_path, merge, merge_at_path, set_path
 
 __all__ = [
-    "CACHE", "STANDARD_VARIABLES", "JqExpression", "compile_expression", "interpolate",
+    "CACHE", "STANDARD_VARIABLES", "JqExpression", "compile_expression", "interpolate", "interpolate_async",
     "is_expression", "strip_expression", "get_path", "merge", "merge_at_path", "set_path",
 ]

@@ -36,6 +36,12 @@ class Fallback(Exception):
     """This evaluation needs libjq (an error, or a case the subset does not reproduce)."""
 
 
+class Isolate(Fallback):
+    """This evaluation needs libjq and its cost is not bounded by the size of the data: ``-`` on
+    two arrays (quadratic in libjq), ``*`` and ``/`` with a string (repetition by a number, split).
+    It runs in the evaluator pool, under the evaluation budget (specs/limits.md)."""
+
+
 def compile_fast(body: str) -> Evaluator | None:
     """An evaluator for ``body``, or ``None`` when libjq must handle it."""
     if "$" in body or "#" in body:
@@ -319,6 +325,8 @@ def _arithmetic(operator: str, left: Evaluator, right: Evaluator) -> Evaluator:
                 return _arith_value(b)
             if b is None:
                 return _arith_value(a)
+        if operator != "+" and (isinstance(a, (str, list)) or isinstance(b, (str, list))):
+            raise Isolate
         x, y = _number(a), _number(b)
         if operator == "+":
             result: int | float = x + y

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable, Mapping
 import jq
 
 from xflow_runtime.errors import ExpressionError, ExpressionSyntaxError
-from xflow_runtime.expressions.fast_path import Fallback, compile_fast
+from xflow_runtime.expressions.fast_path import Fallback, Isolate, compile_fast
+from xflow_runtime.expressions.limits import current_limits
 
 #: Variables bound in every expression. Extra names (e.g. ``agentOutcome``) are declared per use.
 STANDARD_VARIABLES: tuple[str, ...] = ("CONST", "SECRETS", "WORKFLOW")
@@ -77,18 +78,47 @@ class JqExpression:
     #: A pure-Python evaluator when the text is in the small subset of ``fast_path``.
     _fast: Callable[[Any], Any] | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def isolated(self) -> bool:
+        """True when every evaluation needs libjq, which then runs in the evaluator pool
+        (specs/limits.md): the text is outside the pure-Python subset."""
+        return self._fast is None
+
     def evaluate_all(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[Any]:
         """Every output of the program on ``data``."""
+        if self._fast is None:
+            return _isolated_blocking(self._pool_program(path=False), self.text, data, self._bound, variables)
         return _run(self._libjq("_program", path=False), self.text, data, self._bound, variables)
 
     def evaluate(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
-        """The single result (zero outputs → ``None``; several → :class:`ExpressionError`)."""
+        """The single result (zero outputs → ``None``; several → :class:`ExpressionError`).
+
+        Blocks the calling thread for at most the evaluation budget; coroutines use
+        :meth:`evaluate_async`, which keeps the event loop free while libjq works elsewhere."""
         if self._fast is not None:
             try:
                 return self._fast(data)
-            except Fallback:  # an error or a case the subset leaves to libjq
+            except Isolate:  # a case whose cost is not bounded by the data's size
                 pass
-        return _single(self.evaluate_all(data, variables), self.text)
+            except Fallback:  # an error or a case the subset leaves to libjq; still linear
+                return _single(self.evaluate_all(data, variables), self.text)
+        outputs = _isolated_blocking(self._pool_program(path=False), self.text, data, self._bound, variables)
+        return _single(outputs, self.text)
+
+    async def evaluate_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        """:meth:`evaluate` for coroutines: an isolated evaluation is awaited, not waited for."""
+        if self._fast is not None:
+            try:
+                return self._fast(data)
+            except Isolate:
+                pass
+            except Fallback:
+                return _single(self.evaluate_all(data, variables), self.text)
+        outputs = await _isolated(self._pool_program(path=False), self.text, data, self._bound, variables)
+        return _single(outputs, self.text)
+
+    async def evaluate_condition_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
+        return await self.evaluate_async(data, variables) is True
 
     def evaluate_condition(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
         """Only a JSON ``true`` selects a branch: null, false and non-booleans do not."""
@@ -96,15 +126,49 @@ class JqExpression:
 
     def path(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[str | int]:
         """The location the expression names (jq ``path(EXPR)``), for ``toStateData`` and the like."""
+        static = self._known_path(data)
+        if static is not None:
+            return static
+        if self._fast is None:
+            outputs = _isolated_blocking(self._pool_program(path=True), self.text, data, self._bound, variables)
+        else:
+            outputs = _run(self._libjq("_path_program", path=True), self.text, data, self._bound, variables)
+        return self._location(outputs)
+
+    async def path_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[str | int]:
+        """:meth:`path` for coroutines."""
+        if self._fast is not None:
+            return self.path(data, variables)
+        static = self._known_path(data)
+        if static is not None:
+            return static
+        return self._location(await _isolated(self._pool_program(path=True), self.text, data, self._bound,
+                                              variables))
+
+    def path_in_process(self, data: Any) -> list[str | int]:
+        """:meth:`path` by libjq in this process, without a budget: only for a caller that has ruled
+        out loops itself (the linter, probing a text without loop builtins on ``null``), where
+        starting an evaluator process would cost more than the probe."""
+        static = self._known_path(data)
+        if static is not None:
+            return static
+        return self._location(_run(self._libjq("_path_program", path=True), self.text, data, self._bound, None))
+
+    def _known_path(self, data: Any) -> list[str | int] | None:
         if self._path_program is None:
             raise ExpressionError("expression was not compiled as a path", expression=self.text)
         if self._static_path is not None and _walkable(data, self._static_path):
             return list(self._static_path)
-        program = self._libjq("_path_program", path=True)
-        result = _single(_run(program, self.text, data, self._bound, variables), self.text)
+        return None
+
+    def _location(self, outputs: list[Any]) -> list[str | int]:
+        result = _single(outputs, self.text)
         if not isinstance(result, list):
             raise ExpressionError("expression does not name a location", expression=self.text)
         return result
+
+    def _pool_program(self, *, path: bool) -> str:
+        return _wrap(self.text, self._bound, path=path)
 
     def _libjq(self, attribute: str, *, path: bool) -> Any:
         program = getattr(self, attribute)
@@ -160,13 +224,23 @@ def interpolate(template: str, data: Any, variables: Mapping[str, Any] | None = 
     Used for GraphQL ``selectionSet`` (the only place 0.8 defines embedded expressions).
     Strings are inserted as they are; other values as compact JSON.
     """
-    import json
-
     def replace(match: re.Match[str]) -> str:
-        value = compile_expression(match.group("body")).evaluate(data, variables)
-        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return _as_text(compile_expression(match.group("body")).evaluate(data, variables))
 
     return _EMBEDDED.sub(replace, template)
+
+
+async def interpolate_async(template: str, data: Any, variables: Mapping[str, Any] | None = None) -> str:
+    """:func:`interpolate` for coroutines (pieces that need libjq are awaited, specs/limits.md)."""
+    values = iter([await compile_expression(match.group("body")).evaluate_async(data, variables)
+                   for match in _EMBEDDED.finditer(template)])
+    return _EMBEDDED.sub(lambda match: _as_text(next(values)), template)
+
+
+def _as_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 _PLAIN_PATH = re.compile(r"^(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -236,17 +310,38 @@ def _describe_compile_error(message: str, body_offset: int, *, closing_line: int
 
 
 def _run(program: Any, body: str, data: Any, names: tuple[str, ...], variables: Mapping[str, Any] | None) -> list[Any]:
-    if names:
-        values = variables or {}
-        payload = [data, *(values.get(name, {} if name in STANDARD_VARIABLES else None) for name in names)]
-    else:
-        payload = data
     try:
-        return program.input_value(payload).all()
+        return program.input_value(_payload(data, names, variables)).all()
     except ValueError as exc:
-        raise ExpressionError(f"jq expression failed: {_clean(str(exc))}", expression=body) from None
+        raise jq_failure(str(exc), body) from None
     except TypeError as exc:  # data that is not JSON-serialisable
         raise ExpressionError(f"expression input is not JSON: {exc}", expression=body) from None
+
+
+def _isolated_blocking(program: str, body: str, data: Any, names: tuple[str, ...],
+                       variables: Mapping[str, Any] | None) -> list[Any]:
+    from xflow_runtime.expressions.evaluator_pool import POOL
+
+    return POOL.run_blocking(program, _payload(data, names, variables), current_limits(), body)
+
+
+async def _isolated(program: str, body: str, data: Any, names: tuple[str, ...],
+                    variables: Mapping[str, Any] | None) -> list[Any]:
+    from xflow_runtime.expressions.evaluator_pool import POOL
+
+    return await POOL.run(program, _payload(data, names, variables), current_limits(), body)
+
+
+def jq_failure(message: str, body: str) -> ExpressionError:
+    """The error for libjq's run-time ``message`` (the same in-process and in the evaluator pool)."""
+    return ExpressionError(f"jq expression failed: {_clean(message)}", expression=body)
+
+
+def _payload(data: Any, names: tuple[str, ...], variables: Mapping[str, Any] | None) -> Any:
+    if not names:
+        return data
+    values = variables or {}
+    return [data, *(values.get(name, {} if name in STANDARD_VARIABLES else None) for name in names)]
 
 
 def _single(outputs: list[Any], body: str) -> Any:

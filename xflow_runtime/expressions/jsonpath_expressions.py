@@ -87,6 +87,18 @@ class JsonPathExpression:
                                   "e.g. $.result or $.items[0])", expression=self.text)
         return list(self._steps)
 
+    # The awaitable forms of the compiled-expression interface (specs/limits.md): a JSONPath walks
+    # each node of the data at most once per step, so it is bounded by the data's size and stays
+    # in-process, like the jq fast path.
+    async def evaluate_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        return self.evaluate(data, variables)
+
+    async def evaluate_condition_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
+        return self.evaluate_condition(data, variables)
+
+    async def path_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[str | int]:
+        return self.path(data, variables)
+
     def _find(self, data: Any, variables: Mapping[str, Any] | None) -> list[Any]:
         start = data if self._root is None else (variables or {}).get(self._root)
         try:

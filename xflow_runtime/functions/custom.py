@@ -2,13 +2,16 @@
 
 Calling convention: :mod:`xflow_runtime.calling`, read from the callable's signature (specs/functions.md
 §3), the same for every way a Python function is provided. Sync callables
-run in a worker thread so the event loop keeps serving other instances; async callables (and
-sync ones that return an awaitable) are awaited.
+run in a daemon thread of their own so the event loop keeps serving other instances; when the
+call is abandoned (a timeout) the thread cannot be stopped, but it never delays the process's
+exit, its result is discarded and a warning names the function (specs/limits.md). Async
+callables (and sync ones that return an awaitable) are awaited, and cancelled on a timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import threading
@@ -45,7 +48,7 @@ async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContex
         if _is_async(target):
             result = await target(*args, **kwargs)
         else:
-            result = await asyncio.to_thread(target, *args, **kwargs)
+            result = await _in_daemon_thread(fn.name, target, args, kwargs, context)
             if inspect.isawaitable(result):
                 result = await result
     except WorkflowError:
@@ -58,6 +61,20 @@ async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContex
         ) from exc
     _check_json(fn.name, result, "result")
     return result
+
+
+async def _in_daemon_thread(name: str, target: Callable[..., Any], args: tuple[Any, ...],
+                            kwargs: dict[str, Any], context: FunctionContext) -> Any:
+    from xflow_runtime.expressions.bounded_thread import start_daemon_thread
+
+    done, thread = start_daemon_thread(functools.partial(target, *args, **kwargs), f"xflow-function: {name}")
+    try:
+        return await done  # cancelling the wait cancels the future: a late outcome is dropped
+    except asyncio.CancelledError:
+        if thread.is_alive():
+            context.log.warning("custom function %s is still running after its call was abandoned (timeout or "
+                                "cancellation); its result will be discarded", name)
+        raise
 
 
 def _is_async(target: Callable[..., Any]) -> bool:

@@ -11,7 +11,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
 from xflow_runtime.calling import call_arguments
-from xflow_runtime.expressions import interpolate
+from xflow_runtime.expressions import interpolate_async
 from xflow_runtime.interpreter.concurrency import all_of, within
 from xflow_runtime.interpreter.data import apply, merge_action_result
 from xflow_runtime.interpreter.events import payload
@@ -42,7 +42,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
                                 for i, action in enumerate(actions)])
         for action, result in zip(actions, results):
             if result is not SKIPPED:
-                data = merge_action_result(data, action.filter, result, action.label, run.variables)
+                data = await merge_action_result(data, action.filter, result, action.label, run.variables)
         return data
     variables, tracked = run.variables, run.plan.tracks_previous_result
     for i, action in enumerate(actions):
@@ -54,7 +54,7 @@ async def run_actions(run: "Instance", actions: Sequence[Action], data: Any, mod
             run.progress[scope] = data
             raise
         if result is not SKIPPED:
-            data = merge_action_result(data, action.filter, result, action.label, variables)
+            data = await merge_action_result(data, action.filter, result, action.label, variables)
             if tracked:
                 variables = with_previous_result(variables, result)
     return data
@@ -71,10 +71,10 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
     ``variables`` replaces the instance's (a foreach iteration adds its element)."""
     variables = run.variables if variables is None else variables
     try:
-        if action.condition is not None and not action.condition.evaluate_condition(data, variables):
+        if action.condition is not None and not await action.condition.evaluate_condition_async(data, variables):
             run.record("action_skipped", step=step, action=action.label)
             return SKIPPED
-        action_input = apply(action.filter.from_state_data, data, variables)
+        action_input = await apply(action.filter.from_state_data, data, variables)
     except Exception as exc:  # noqa: BLE001 - expression failures are workflow errors
         raise Failure.from_exception(exc) from None
     if action.sleep_before:
@@ -141,11 +141,11 @@ async def invoke(run: "Instance", action: Action, action_input: Any, step: str,
 async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, step: str,
                          variables: dict[str, Any]) -> Any:
     if ref.expression is not None:  # pure: evaluated on the action input, nothing to record
-        return ref.expression.evaluate(action_input, variables)
+        return await ref.expression.evaluate_async(action_input, variables)
     if ref.arguments is None:  # the action input is shared with the state data: hand out a copy
         arguments = copy.deepcopy(action_input) if isinstance(action_input, (dict, list)) else action_input
     else:
-        arguments = ref.arguments.render(action_input, variables)
+        arguments = await ref.arguments.render_async(action_input, variables)
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
         return await run.port.run_step(step, lambda: _call_python(callable_, ref.function.name, arguments))
@@ -153,7 +153,8 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     if invoker is None:
         raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
                       "under its name or configure a function invoker", code="functionNotImplemented")
-    selection_set = None if ref.selection_set is None else interpolate(ref.selection_set, action_input, variables)
+    selection_set = (None if ref.selection_set is None
+                     else await interpolate_async(ref.selection_set, action_input, variables))
     return await run.port.run_step(step, lambda: invoker(ref.function, arguments, selection_set=selection_set))
 
 
@@ -169,8 +170,9 @@ async def _call_python(function: Any, name: str, arguments: Any) -> Any:
 
 async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step: str,
                          variables: dict[str, Any]) -> Any:
-    data = None if ref.data is None else ref.data.render(action_input, variables)
-    attributes = None if ref.context_attributes is None else ref.context_attributes.render(action_input, variables)
+    data = None if ref.data is None else await ref.data.render_async(action_input, variables)
+    attributes = (None if ref.context_attributes is None
+                  else await ref.context_attributes.render_async(action_input, variables))
     await run.emit(ref.trigger, data, attributes, step)
     if ref.invoke == "async" or ref.result is None:
         return None

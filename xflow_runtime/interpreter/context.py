@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from xflow_runtime.interpreter.services import InstanceServices
+from xflow_runtime.expressions.limits import EvaluationLimits
 from xflow_runtime.plan.functions import FunctionDef
 from xflow_runtime.plan.states import WorkflowPlan
 
@@ -86,6 +87,8 @@ class ExecutionContext:
     observer: Observer | None = None
     instance_id: str | None = None
     services: InstanceServices = field(default_factory=InstanceServices)
+    #: The budget of every evaluation (specs/limits.md); ``timeouts.evaluationTimeout`` overrides its time.
+    evaluation_limits: EvaluationLimits | None = None
     #: Async subflows started with ``onParentComplete: continue``; the embedder may await them.
     detached: list[asyncio.Task[Any]] = field(default_factory=list)
 

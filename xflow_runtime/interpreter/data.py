@@ -14,36 +14,36 @@ from xflow_runtime.expressions import JqExpression, merge, merge_at_path
 from xflow_runtime.plan.model import ActionDataFilter, EventDataFilter
 
 
-def apply(expression: JqExpression | None, data: Any, variables: Mapping[str, Any]) -> Any:
+async def apply(expression: JqExpression | None, data: Any, variables: Mapping[str, Any]) -> Any:
     """A present filter's result is used as it is (``null`` included); absent means identity."""
-    return data if expression is None else expression.evaluate(data, variables)
+    return data if expression is None else await expression.evaluate_async(data, variables)
 
 
-def merge_into(data: Any, path_expression: JqExpression | None, result: Any, label: str,
+async def merge_into(data: Any, path_expression: JqExpression | None, result: Any, label: str,
                variables: Mapping[str, Any]) -> Any:
     """Merge ``result`` into ``data`` at the location ``path_expression`` names (root when absent)."""
     if result is None:
         return data
     if path_expression is not None:
-        return merge_at_path(data, path_expression.path(data, variables), result)
+        return merge_at_path(data, await path_expression.path_async(data, variables), result)
     if isinstance(data, dict) and not isinstance(result, dict):
         return merge_at_path(data, (f"{label}-output",), result)
     return merge(data, result)
 
 
-def merge_action_result(data: Any, action_filter: ActionDataFilter, raw_result: Any, label: str,
+async def merge_action_result(data: Any, action_filter: ActionDataFilter, raw_result: Any, label: str,
                         variables: Mapping[str, Any]) -> Any:
     """``results`` then ``toStateData`` + merge; nothing when ``useResults`` is false."""
     if not action_filter.use_results:
         return data
-    result = apply(action_filter.results, raw_result, variables)
-    return merge_into(data, action_filter.to_state_data, result, label, variables)
+    result = await apply(action_filter.results, raw_result, variables)
+    return await merge_into(data, action_filter.to_state_data, result, label, variables)
 
 
-def merge_event_payload(data: Any, event_filter: EventDataFilter, payload: Any, label: str,
+async def merge_event_payload(data: Any, event_filter: EventDataFilter, payload: Any, label: str,
                         variables: Mapping[str, Any]) -> Any:
     """``data`` then ``toStateData`` + merge; nothing when ``useData`` is false."""
     if not event_filter.use_data:
         return data
-    selected = apply(event_filter.data, payload, variables)
-    return merge_into(data, event_filter.to_state_data, selected, label, variables)
+    selected = await apply(event_filter.data, payload, variables)
+    return await merge_into(data, event_filter.to_state_data, selected, label, variables)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
+from xflow_runtime.expressions.limits import DEFAULT_LIMITS, current_limits, reset_limits, use_limits
 from xflow_runtime.interpreter.concurrency import TIMER, WORK, record_outcome, recorded_outcome
 from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox
@@ -99,6 +100,18 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
                        instance_id: str, inbox: Inbox | None = None, scope: str = "",
                        parent: Instance | None = None) -> ExecutionResult:
     """One instance, without following ``continueAs`` (the caller does)."""
+    limits = (context.evaluation_limits or DEFAULT_LIMITS).with_timeout(plan.evaluation_timeout)
+    token = use_limits(limits) if limits is not current_limits() else None
+    try:
+        return await _run_instance(plan, input, port=port, context=context, instance_id=instance_id, inbox=inbox,
+                                   scope=scope, parent=parent)
+    finally:
+        if token is not None:
+            reset_limits(token)
+
+
+async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, context: ExecutionContext,
+                        instance_id: str, inbox: Inbox | None, scope: str, parent: Instance | None) -> ExecutionResult:
     run = Instance(plan, port, context, instance_id, inbox=inbox, scope=scope, parent=parent)
     run.record("workflow_started", workflow=plan.workflow_id, input=input)
     missing = [name for name in plan.secrets if name not in context.secrets]
@@ -108,7 +121,7 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
         data = _check_input(plan, input, run)
         if plan.version_template is not None:
             run.variables["WORKFLOW"] = {**run.variables["WORKFLOW"],
-                                         "version": plan.version_template.render(data, run.variables)}
+                                         "version": await plan.version_template.render_async(data, run.variables)}
         run.data = data
         timeout = plan.workflow_exec_timeout
         if timeout is None:
@@ -139,7 +152,7 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
             error = Failure(f"continueAs: workflow '{follow.workflow_id}' is not registered", code="subflowNotFound")
             return ExecutionResult("failed", None, error.to_dict(), instance_id, result.produced_events)
         try:
-            new_input = output if follow.data is None else follow.data.render(output, run.variables)
+            new_input = output if follow.data is None else await follow.data.render_async(output, run.variables)
         except Exception as exc:  # noqa: BLE001 - a bad continueAs.data expression fails the instance
             return ExecutionResult("failed", None, Failure.from_exception(exc).to_dict(), instance_id,
                                    result.produced_events)

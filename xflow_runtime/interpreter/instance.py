@@ -99,7 +99,7 @@ class Instance:
         raw_input = data
         try:
             if state.filter.input is not None:
-                data = state.filter.input.evaluate(data, self.variables)
+                data = await state.filter.input.evaluate_async(data, self.variables)
             handler = state_handler(state.type)
             if handler is None:
                 raise Failure(f"no handler for state type '{state.type}'", code="unsupportedState")
@@ -113,7 +113,7 @@ class Instance:
             if state.error_message is not None:
                 _fail_with_error_message(state, data, self.variables)
             if state.filter.output is not None:
-                data = state.filter.output.evaluate(data, self.variables)
+                data = await state.filter.output.evaluate_async(data, self.variables)
         except Exception as exc:  # noqa: BLE001 - matched against onErrors below
             failure = Failure.from_exception(exc)
             if not failure.has_data and self.progress:
@@ -166,8 +166,9 @@ class Instance:
 
     async def produce(self, produced: ProducedEvent, data: Any, scope: str) -> None:
         variables = self.variables
-        payload = data if produced.data is None else produced.data.render(data, variables)
-        attributes = None if produced.context_attributes is None else produced.context_attributes.render(data, variables)
+        payload = data if produced.data is None else await produced.data.render_async(data, variables)
+        attributes = (None if produced.context_attributes is None
+                      else await produced.context_attributes.render_async(data, variables))
         await self.emit(produced.event, payload, attributes, f"{scope}/produce:{produced.event.name}")
 
     async def emit(self, definition: EventDef, data: Any, attributes: Any, step: str) -> None:

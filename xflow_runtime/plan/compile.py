@@ -14,6 +14,7 @@ from xflow_runtime.expressions import is_expression
 from xflow_runtime.plan import builtin_states  # noqa: F401  (registers the eight SW state types)
 from xflow_runtime.plan.actions import compile_exit, compile_on_errors, state_filter
 from xflow_runtime.plan.context import CompileContext
+from xflow_runtime.plan.durations import parse_duration
 from xflow_runtime.plan.definitions import (
     as_list,
     compile_error_def,
@@ -109,6 +110,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         if state.compensated_by is not None:
             ctx.state_name(state.compensated_by, f"/states/{index}/compensatedBy")
 
+    evaluation_timeout = (top_timeouts_raw or {}).get("evaluationTimeout")
     version = document.get("version")
     constants = document.get("constants") or {}
     if not isinstance(constants, Mapping):
@@ -128,6 +130,8 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         workflow_exec_timeout=wf_timeout,
         keep_active=bool(document.get("keepActive", False)),
         auto_retries=bool(document.get("autoRetries", False)),
+        evaluation_timeout=None if evaluation_timeout is None else parse_duration(
+            evaluation_timeout, where="/timeouts/evaluationTimeout"),
         data_input_schema=data_input_schema(document.get("dataInputSchema"), base_dir),
         output_schema=output_schema(document.get("extensions"), base_dir),
         expression_lang=str(document.get("expressionLang", "jq")),

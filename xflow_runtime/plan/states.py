@@ -161,6 +161,8 @@ class WorkflowPlan:
     workflow_exec_timeout: WorkflowExecTimeout | None
     keep_active: bool = False
     auto_retries: bool = False
+    #: ``timeouts.evaluationTimeout``: seconds one expression or template evaluation may take.
+    evaluation_timeout: float | None = None
     data_input_schema: DataInputSchema | None = None
     #: SonataFlow's ``workflow-output-schema`` extension: the workflow output must match it.
     output_schema: DataInputSchema | None = None

@@ -23,6 +23,10 @@ class Template:
     def render(self, data: Any, variables: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    async def render_async(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        """:meth:`render` for coroutines: expressions that need libjq are awaited (specs/limits.md)."""
+        return self.render(data, variables)
+
 
 @dataclass(frozen=True, slots=True)
 class Constant(Template):
@@ -43,6 +47,9 @@ class ExpressionTemplate(Template):
     def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
         return self.expression.evaluate(data, variables)
 
+    async def render_async(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return await self.expression.evaluate_async(data, variables)
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectTemplate(Template):
@@ -51,6 +58,9 @@ class ObjectTemplate(Template):
     def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
         return {key: item.render(data, variables) for key, item in self.items}
 
+    async def render_async(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return {key: await item.render_async(data, variables) for key, item in self.items}
+
 
 @dataclass(frozen=True, slots=True)
 class ArrayTemplate(Template):
@@ -58,6 +68,9 @@ class ArrayTemplate(Template):
 
     def render(self, data: Any, variables: Mapping[str, Any]) -> Any:
         return [item.render(data, variables) for item in self.items]
+
+    async def render_async(self, data: Any, variables: Mapping[str, Any]) -> Any:
+        return [await item.render_async(data, variables) for item in self.items]
 
 
 def compile_template(value: Any, *, extra_variables: tuple[str, ...] = (), language: str = "jq") -> Template:

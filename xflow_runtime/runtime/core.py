@@ -29,6 +29,7 @@ from xflow_runtime.runtime.memory import chat_memory_url
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.expressions.limits import EvaluationLimits
     from xflow_runtime.functions.context import HttpSettings
     from xflow_runtime.interpreter.services import ReplyTokenSink
     from xflow_runtime.llm.client import LLMClient, LLMSettings
@@ -85,7 +86,8 @@ class Runtime:
                  long_term: "LongTermOptions | None" = None,
                  on_instance_history: InstanceHistoryListener | None = None,
                  reply_tokens: "ReplyTokenSink | None" = None,
-                 strict: bool = False) -> None:
+                 strict: bool = False,
+                 evaluation_limits: "EvaluationLimits | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -100,6 +102,8 @@ class Runtime:
         self.reply_tokens = reply_tokens
         self.executor_id = executor_id
         self.http = http
+        #: The budget of every expression and template evaluation (specs/limits.md).
+        self.evaluation_limits = evaluation_limits
         self.llm = _llm_client(llm)
         self.long_term_options = _long_term_options(long_term)
         self.chat_memory_url: str | None = None

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from xflow_runtime.engine.durable_names import PARKED_STATUS, parked_error
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
 from xflow_runtime.interpreter.services import Identity, InstanceServices
@@ -121,6 +122,7 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         instance_id=instance_id,
         workflows=list(workflows),
         services=services.for_instance(identity),
+        evaluation_limits=services.runtime.evaluation_limits,
     )
     result = await interpret(plan, input, port=port, context=context)
     return result.raise_for_error()
@@ -210,7 +212,9 @@ def describe_durable(status: Any, records: list[dict[str, Any]]) -> dict[str, An
     if status.status == "SUCCESS":
         described["output"] = status.output
     error = status.error
-    if error is not None and described.get("error") is None:
+    if status.status == PARKED_STATUS:
+        described["error"] = parked_error()
+    elif error is not None and described.get("error") is None:
         described["error"] = getattr(error, "error", None) or {"message": str(error),
                                                                "code": type(error).__name__}
     return described

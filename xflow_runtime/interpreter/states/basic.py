@@ -27,7 +27,7 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     if state.data_conditions:
         variables = run.variables
         for condition in state.data_conditions:
-            if condition.condition.evaluate_condition(data, variables):
+            if await condition.condition.evaluate_condition_async(data, variables):
                 return data, condition.exit
         return data, _default(state)
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
@@ -38,7 +38,7 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     definition, event = received
     run.record("event_consumed", state=state.name, event_name=definition.name, id=event.get("id"))
     chosen = next(c for c in state.event_conditions if c.event is definition)
-    data = merge_event_payload(data, chosen.filter, payload(event, definition), definition.name, run.variables)
+    data = await merge_event_payload(data, chosen.filter, payload(event, definition), definition.name, run.variables)
     return data, chosen.exit
 
 

@@ -63,7 +63,7 @@ async def _consume(run: "Instance", entry: OnEvents, events: list[tuple[Any, dic
                    scope: str, timeouts: Timeouts) -> Any:
     for definition, message in events:
         run.record("event_consumed", event_name=definition.name, id=message.get("id"))
-        data = merge_event_payload(data, entry.filter, payload(message, definition), definition.name, run.variables)
+        data = await merge_event_payload(data, entry.filter, payload(message, definition), definition.name, run.variables)
     if entry.actions:
         data = await run.run_actions(entry.actions, data, entry.action_mode, scope, timeouts)
     return data
@@ -79,7 +79,7 @@ async def callback(state: CallbackState, data: Any, run: "Instance", scope: str)
         return data, None
     definition, message = received
     run.record("event_consumed", state=state.name, event_name=definition.name, id=message.get("id"))
-    return merge_event_payload(data, state.event_filter, payload(message, definition), definition.name,
+    return await merge_event_payload(data, state.event_filter, payload(message, definition), definition.name,
                                run.variables), None
 
 

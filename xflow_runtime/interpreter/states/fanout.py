@@ -42,27 +42,27 @@ async def foreach(state: ForEachState, data: Any, run: "Instance", scope: str) -
     state data holding ``{iterationParam: element}``. Each iteration's result (its actions' filtered
     results merged in order) is appended at ``outputCollection`` in input order."""
     variables = run.variables
-    items = state.input_collection.evaluate(data, variables)
+    items = await state.input_collection.evaluate_async(data, variables)
     if not isinstance(items, list):
         raise Failure(f"foreach '{state.name}': inputCollection must be an array, found "
                       f"{type(items).__name__ if items is not None else 'null'}", code="invalidInputCollection")
     if state.mode == "sequential":  # coroutines made one at a time: a failure leaves none unawaited
         results = [await _iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
-        return _collect(state, data, results, variables), None
+        return await _collect(state, data, results, variables), None
     iterations = [_iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
     if state.batch_size is not None and state.batch_size < len(iterations):
         gate = asyncio.Semaphore(state.batch_size)
         results = await all_of(run.port, [_gated(gate, iteration) for iteration in iterations])
     else:
         results = await all_of(run.port, iterations)
-    return _collect(state, data, results, variables), None
+    return await _collect(state, data, results, variables), None
 
 
-def _collect(state: ForEachState, data: Any, results: list[Any], variables: Any) -> Any:
+async def _collect(state: ForEachState, data: Any, results: list[Any], variables: Any) -> Any:
     """Append the iteration results at ``outputCollection`` (plain append, input order)."""
     if state.output_collection is None:
         return data
-    path = state.output_collection.path(data, variables)
+    path = await state.output_collection.path_async(data, variables)
     current = get_path(data, path)
     collected = list(current) if isinstance(current, list) else []
     collected.extend(results)
@@ -81,12 +81,12 @@ async def _iteration(run: "Instance", state: ForEachState, data: Any, item: Any,
             raise failure.with_data(data)
         if raw is SKIPPED:
             continue
-        working = merge_action_result(working, action.filter, raw, action.label, variables)
+        working = await merge_action_result(working, action.filter, raw, action.label, variables)
         if run.plan.tracks_previous_result:
             variables = with_previous_result(variables, raw)
         if action.filter.use_results:
-            selected = raw if action.filter.results is None else action.filter.results.evaluate(raw, variables)
-            result = merge_into(result, action.filter.to_state_data, selected, action.label, variables)
+            selected = raw if action.filter.results is None else await action.filter.results.evaluate_async(raw, variables)
+            result = await merge_into(result, action.filter.to_state_data, selected, action.label, variables)
     return result
 
 

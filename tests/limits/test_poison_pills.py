@@ -1,0 +1,51 @@
+"""An instance whose step kills its process is recovered a bounded number of times, then parked as
+failed with ``ProcessCrashed``; the next process starts cleanly (specs/limits.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engine.crash_support import REPO, XFLOW
+
+WORKFLOW = {
+    "id": "poison", "specVersion": "0.8", "start": "Die",
+    "functions": [{"name": "die", "type": "custom", "operation": "python:tests.limits.crash_functions:die"}],
+    "states": [{"name": "Die", "type": "operation", "actions": [{"functionRef": "die"}], "end": True}],
+}
+ATTEMPTS = 2
+
+
+@pytest.mark.slow
+def test_a_step_that_kills_its_process_is_parked_after_the_configured_recoveries(tmp_path: Path) -> None:
+    workflow = tmp_path / "poison.json"
+    workflow.write_text(json.dumps(WORKFLOW))
+    url = f"sqlite:///{tmp_path / 'poison.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XFLOW_MAX_RECOVERY_ATTEMPTS": str(ATTEMPTS)}
+
+    def process(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(REPO / "tests" / "limits" / "poison_runner.py"), mode, url,
+                               str(workflow)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    assert process("start").returncode == 3  # the step called os._exit(3)
+    for _ in range(ATTEMPTS):  # each restart recovers the instance, which kills the process again
+        assert process("recover").returncode == 3
+    parking = process("recover")  # one recovery too many: parked instead of run
+    assert parking.returncode == 0, parking.stderr
+    assert json.loads(parking.stdout) == {"status": "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
+
+    shown = subprocess.run([*XFLOW, "show", "poison", "--db", url], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    described = json.loads(shown.stdout)
+    assert described["status"] == "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+    assert described["error"]["code"] == "ProcessCrashed"
+
+    clean = process("recover")  # the next process starts cleanly and leaves the parked instance alone
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads(clean.stdout) == {"status": "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
