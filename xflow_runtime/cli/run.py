@@ -61,7 +61,7 @@ def add_instance_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
                         help="a value for $SECRETS.NAME; repeatable")
     parser.add_argument("--secrets-file", metavar="FILE",
-                        help="secrets as a JSON/YAML object or NAME=VALUE lines")
+                        help="secrets as a JSON/YAML object or a .env file (quotes, export, comments as python-dotenv reads them)")
     parser.add_argument("--db", metavar="URL", default=None,
                         help="durable store: sqlite:///FILE or postgresql://… "
                              "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/); chat memory "
@@ -212,36 +212,17 @@ def _event(value: Any, where: str) -> dict[str, Any]:
 def read_secrets(pairs: list[str], secrets_file: str | None) -> dict[str, Any]:
     secrets: dict[str, Any] = {}
     if secrets_file:
-        secrets.update(_parse_secrets_file(secrets_file))
+        from xflow_runtime.cli.secrets_file import SecretsFileError, read_secrets_file
+
+        try:
+            secrets.update(read_secrets_file(secrets_file))
+        except SecretsFileError as error:
+            raise UsageError(str(error)) from None
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--secret expects NAME=VALUE, got {name.strip() or pair!r}")
         secrets[name.strip()] = value
-    return secrets
-
-
-def _parse_secrets_file(path: str) -> dict[str, Any]:
-    text = _read_file(path, "secrets")
-    stripped = text.lstrip()
-    if stripped.startswith("{") or ":" in stripped.split("\n", 1)[0]:
-        import yaml
-
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError:
-            loaded = None
-        if isinstance(loaded, dict):
-            return {str(k): v for k, v in loaded.items()}
-    secrets: dict[str, Any] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, sep, value = line.partition("=")
-        if not sep:  # never echo the line: it may hold a secret
-            raise UsageError(f"{path}:{number}: expected NAME=VALUE")
-        secrets[name.strip()] = value.strip()
     return secrets
 
 
