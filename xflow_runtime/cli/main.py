@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("xflow_runtime.cli.instances", "resume a durable instance"),
     "list": ("xflow_runtime.cli.instances", "list workflow instances"),
     "show": ("xflow_runtime.cli.instances", "show one instance: states, inputs, outputs, errors, usage"),
+    "send": ("xflow_runtime.cli.send", "deliver events or a message to a waiting instance"),
     "chat": ("xflow_runtime.cli.chat", "talk to an agent workflow in the terminal"),
     "memory": ("xflow_runtime.cli.memory", "manage chat histories and long-term memories"),
 }
