@@ -22,17 +22,9 @@ from xflow_runtime.cli.run import (
 )
 from xflow_runtime.errors import XFlowError
 
-EXAMPLE = """examples:
-  xflow send 3f2c… --event '{"type":"order.approval","source":"/approvals","data":{"approved":true}}'
-  xflow send 3f2c… --event @events.jsonl --no-wait
-  xflow send 3f2c… --message "yes, go ahead"
-"""
-
-
 def register(subparsers: Any, name: str) -> None:
     parser = subparsers.add_parser(name, help="deliver events or a message to a waiting instance",
-                                   description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
-                                   epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1])
     parser.add_argument("instance_id", metavar="ID", help="the durable instance")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--event", action="append", default=[], metavar="JSON|@FILE",
