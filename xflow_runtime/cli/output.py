@@ -12,8 +12,10 @@ import argparse
 import json
 import os
 import sys
-from datetime import datetime, timezone
-from typing import Any, Iterable, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, TextIO
+
+if TYPE_CHECKING:  # datetime is imported when a time is written, not at start-up
+    from datetime import datetime
 
 # --- exit codes (the one table: specs/cli.md §exit codes) ------------------------------------------
 OK = 0
@@ -34,10 +36,12 @@ def add_json_flag(parser: argparse.ArgumentParser, help_text: str = "print JSON"
     parser.add_argument("--json", action="store_true", help=help_text)
 
 
-def timestamp(value: float | datetime | None) -> str | None:
+def timestamp(value: "float | datetime | None") -> str | None:
     """ISO 8601 with the zone, in UTC, millisecond precision; ``None`` stays ``None``."""
     if value is None:
         return None
+    from datetime import datetime, timezone
+
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     else:
@@ -48,12 +52,15 @@ def timestamp(value: float | datetime | None) -> str | None:
 def with_timestamps(value: Any) -> Any:
     """``value`` with every epoch-seconds field of :data:`TIME_KEYS` written as ISO 8601."""
     if isinstance(value, dict):
-        return {key: (timestamp(item) if key in TIME_KEYS and isinstance(item, (int, float, datetime))
-                      and not isinstance(item, bool) else with_timestamps(item))
+        return {key: (timestamp(item) if key in TIME_KEYS and _is_time(item) else with_timestamps(item))
                 for key, item in value.items()}
     if isinstance(value, list):
         return [with_timestamps(item) for item in value]
     return value
+
+
+def _is_time(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or hasattr(value, "tzinfo")
 
 
 def dumps(value: Any, *, indent: int | None = None) -> str:
@@ -81,7 +88,7 @@ def write_out(text: str) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
+    if hasattr(value, "tzinfo") and hasattr(value, "isoformat"):
         return timestamp(value)
     return str(value)
 
