@@ -21,7 +21,7 @@ from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status, send
 from xflow_runtime.functions.openapi_refs import (
-    file_uri, follow, gather_files, gather_http, parse_document, resolver, uri_path,
+    MAX_DOCUMENT_BYTES, file_uri, follow, gather_files, gather_http, parse_document, resolver, uri_path,
 )
 from xflow_runtime.functions.parameter_styles import STYLES, Style, style_problem
 from xflow_runtime.functions.rest_mapping import LOCATIONS, Parameter, RestOperation
@@ -56,7 +56,7 @@ def inline_operation(paths: Mapping[str, Any]) -> RestOperation:
     """The single operation of an xFlow inline Paths Object (checked by the plan compiler)."""
     path, item = next(iter(paths.items()))
     method = next(key for key in item if key in HTTP_METHODS)
-    return _operation(resolver({"inline:": {}}, "inline:"), path, item, method, document_servers=())
+    return _operation(None, path, item, method, document_servers=())  # no document: no $ref to follow
 
 
 async def load_document(fn: FunctionDef, location: str, context: FunctionContext, headers: dict[str, str]) -> OpenApiDocument:
@@ -82,9 +82,12 @@ async def load_document(fn: FunctionDef, location: str, context: FunctionContext
 
 def _load_file(fn: FunctionDef, path: str) -> OpenApiDocument:
     cached = _file_cache.get(path)
-    if cached is not None and cached[0] == _stats(fn, [path for path, _, _ in cached[0]]):
+    if cached is not None and cached[0] == _stats(fn, [known for known, _, _ in cached[0]]):
         return cached[1]
-    _stats(fn, [path])  # a clear error when the file is missing
+    [(_, _, size)] = _stats(fn, [path])  # a clear error when the file is missing
+    if size > MAX_DOCUMENT_BYTES:  # refused before reading it
+        raise WorkflowError(f"OpenAPI document {path} is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB",
+                            code=CONFIGURATION_ERROR)
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     entry = file_uri(path)

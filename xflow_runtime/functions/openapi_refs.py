@@ -100,13 +100,16 @@ def resolver(documents: Mapping[str, Any], entry_uri: str) -> Any:
 
 def follow(resolver_: Any, node: Any) -> tuple[Any, Any]:
     """Follow ``{"$ref": …}`` (a few hops at most) → (target, the resolver of the target's
-    document, against which the target's own references resolve). Other nodes pass through."""
-    from referencing.exceptions import Unresolvable
-
+    document, against which the target's own references resolve). Other nodes pass through.
+    ``resolver_`` is ``None`` for an xFlow inline operation: it has no document to point into."""
     for _ in range(16):
         if not (isinstance(node, Mapping) and isinstance(node.get("$ref"), str)):
             return node, resolver_
         ref = node["$ref"]
+        if resolver_ is None:
+            raise _error(f"$ref {ref!r} in an inline operation: there is no document to resolve it in")
+        from referencing.exceptions import Unresolvable
+
         try:
             resolved = resolver_.lookup(ref)
         except Unresolvable:
