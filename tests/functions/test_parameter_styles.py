@@ -7,12 +7,15 @@ Expected strings: OpenAPI 3.1.1 §4.8.12.4 (Style Examples), with ``color`` = ``
 """
 
 import json
+from urllib.parse import unquote
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tests.functions.server import Reply
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions import invoke_function
+from xflow_runtime.functions.parameter_styles import Style, StyleError, serialize_path, serialize_query
 from xflow_runtime.plan.functions import compile_function_def
 
 STRING, ARRAY, OBJECT = "blue", ["blue", "black", "brown"], {"R": 100, "G": 200, "B": 150}
@@ -160,3 +163,37 @@ async def test_swagger_2_collection_formats(server, context, tmp_path, collectio
                 "paths": {"/items": {"get": {"operationId": "getItems", "parameters": [parameter]}}}}
     await invoke_function(_function(tmp_path, document), {"ids": [1, 2]}, context=context)
     assert server.requests[0].request_line == f"GET /items?{expected} HTTP/1.1"
+
+
+# --- properties: a value's own characters never become delimiters ------------------------------
+
+items = st.lists(st.text(max_size=8), min_size=1, max_size=4)
+objects = st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=6), min_size=1, max_size=3)
+
+
+@given(items, st.sampled_from([("form", ","), ("spaceDelimited", "%20"), ("pipeDelimited", "%7C")]))
+def test_delimited_query_values_split_back_into_their_items(values, style_and_separator):
+    style, separator = style_and_separator
+    if style != "form" and any(unquote(separator) in value for value in values):
+        with pytest.raises(StyleError, match="could not be told apart"):
+            serialize_query("k", values, Style(style, explode=False))
+        return
+    [piece] = serialize_query("k", values, Style(style, explode=False))
+    key, _, raw = piece.partition("=")
+    assert key == "k" and [unquote(part) for part in raw.split(separator)] == values
+
+
+@given(objects, st.sampled_from(["simple", "label", "matrix"]), st.booleans())
+def test_path_values_never_add_a_path_separator_and_objects_split_back(value, style, explode):
+    text = serialize_path("p", value, Style(style, explode=explode))
+    assert "/" not in text and "?" not in text and "#" not in text
+    if style == "simple" and not explode:
+        parts = [unquote(part) for part in text.split(",")]
+        assert dict(zip(parts[::2], parts[1::2])) == value
+
+
+@given(objects)
+def test_deep_object_pairs_decode_to_the_object(value):
+    pieces = serialize_query("f", value, Style("deepObject"))
+    decoded = dict((unquote(k), unquote(v)) for k, _, v in (p.partition("=") for p in pieces))
+    assert decoded == {f"f[{k}]": v for k, v in value.items()}

@@ -8,8 +8,8 @@ RFC 6570 §3.2: a value's own characters are percent-encoded (everything but the
 delimiters a style adds are not. Headers are not percent-encoded (a header is not a URI).
 
 What the specification leaves undefined is refused, never guessed: a nested array or object
-inside a styled value, ``spaceDelimited``/``pipeDelimited`` with ``explode: true`` or a
-primitive value, ``deepObject`` with anything but an object of primitives, a style in a
+inside a styled value, ``spaceDelimited``/``pipeDelimited`` with ``explode: true``, a
+primitive value, or a value holding the style's own delimiter (encoded, it would read as one), ``deepObject`` with anything but an object of primitives, a style in a
 location that does not allow it. Decisions: specs/functions.md §4.2.
 """
 
@@ -102,7 +102,11 @@ def serialize_query(name: str, value: Any, style: Style) -> list[str]:
     if style.name in ("spaceDelimited", "pipeDelimited"):
         if not isinstance(value, (list, tuple, Mapping)):
             raise StyleError(f"query parameter '{name}': style '{style.name}' needs an array or an object")
-        separator = "%20" if style.name == "spaceDelimited" else "%7C"
+        delimiter, separator = (" ", "%20") if style.name == "spaceDelimited" else ("|", "%7C")
+        if any(delimiter in text for text in _flat(_items(name, value))):
+            # the delimiter is percent-encoded like the data: a receiver could not tell them apart
+            raise StyleError(f"query parameter '{name}': a value holds {delimiter!r}, the delimiter of style "
+                             f"'{style.name}', and could not be told apart from it")
         encoded = _encoded_items(name, value, style)
         return [f"{key}={separator.join(_flat(encoded))}"] if encoded else []
     return _form(name, value, style)
