@@ -18,6 +18,7 @@ class Recorded:
     query: list[tuple[str, str]]
     headers: dict[str, str]
     body: bytes
+    request_line: str = ""  # exactly as received, e.g. "GET /items?color=blue HTTP/1.1"
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -73,7 +74,7 @@ class RecordingServer:
                     method=self.command, raw_path=split.path, path=unquote(split.path),
                     query=parse_qsl(split.query, keep_blank_values=True),
                     headers={k.lower(): v for k, v in self.headers.items()},
-                    body=self.rfile.read(length) if length else b"",
+                    body=self.rfile.read(length) if length else b"", request_line=self.requestline,
                 )
                 server.requests.append(recorded)
                 route = server.routes.get((self.command, split.path)) or server.routes.get((self.command, "*"))

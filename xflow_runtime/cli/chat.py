@@ -13,6 +13,10 @@ The instance runs in process, but its chat memory is persistent: the chat-memory
 ``runtime.memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
 conversation. ``--ephemeral`` keeps the history in the instance only. ``--tenant``/``--user``
 scope the memory; ``--workflow FILE`` registers subflows.
+On a terminal, lines are edited with readline (arrows, Ctrl-R) and kept in a history file
+(``$XDG_STATE_HOME/xflow/chat_history``, default ``~/.local/state/xflow/chat_history``); readline is
+imported only then. ``--json`` prints each reply as ``{"reply": …}`` and the output as
+``{"output": …}``, one JSON object per line on stdout (the prompt then goes to stderr).
 Exit codes: 0 finished (or quit), 1 the instance failed, 2 bad command line or definition.
 """
 
@@ -20,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from xflow_runtime.cli.run import add_embedding_option, add_identity_options
 from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
@@ -43,6 +48,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--db", metavar="URL", default=None,
                         help="where chat memory lives (default $XFLOW_DATABASE_URL, else ./.xflow/xflow.db)")
     parser.add_argument("--ephemeral", action="store_true", help="keep the history in the instance only")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per line: {reply} for each answer, {output} at the end")
     add_embedding_option(parser)
     add_identity_options(parser)
     parser.set_defaults(handler=chat_command)
@@ -71,9 +78,10 @@ def chat_command(args: Any) -> int:
             context: Any = scripted_llm(args.llm_script)
         else:
             context = nullcontext()
+        line_reader = terminal_line_reader() if sys.stdin.isatty() else None
         with context:
-            return asyncio.run(Chat(sys.stdin, sys.stdout).run(Path(args.file), data, secrets,
-                                                               identity=identity, runtime_options=options))
+            chat = Chat(sys.stdin, sys.stdout, as_json=args.json, read_line=line_reader)
+            return asyncio.run(chat.run(Path(args.file), data, secrets, identity=identity, runtime_options=options))
     except DefinitionError as error:
         print(str(error), file=sys.stderr)
         return 2
@@ -84,9 +92,44 @@ def chat_command(args: Any) -> int:
         return 130
 
 
+def history_file() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "xflow" / "chat_history"
+
+
+def terminal_line_reader() -> Callable[[str], str | None]:
+    """``input()`` with readline editing and a persistent history (saved after every line, so
+    an interrupted chat keeps it)."""
+    import readline
+
+    path = history_file()
+    try:
+        readline.read_history_file(path)
+    except OSError:
+        pass  # no history yet
+    readline.set_history_length(1000)
+
+    def read(prompt: str) -> str | None:
+        try:
+            line = input(prompt)
+        except EOFError:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)
+        except OSError:
+            pass  # a read-only home does not stop the chat
+        return line
+
+    return read
+
+
 class Chat:
-    def __init__(self, reader: TextIO, writer: TextIO):
+    def __init__(self, reader: TextIO, writer: TextIO, *, as_json: bool = False,
+                 read_line: Callable[[str], str | None] | None = None):
         self.reader, self.writer = reader, writer
+        self.as_json = as_json
+        self.read_line = read_line
         self.replies: asyncio.Queue[str] = asyncio.Queue()
         self._streamed = ""    # reply text shown token by token in this turn
         self._step_text = ""   # text of the LLM call being streamed
@@ -99,7 +142,7 @@ class Chat:
             self._step_text, self._showing = "", False
             return
         if not self._step_text and not self._showing:
-            self._showing = not delta.lstrip().startswith(("{", "["))
+            self._showing = not self.as_json and not delta.lstrip().startswith(("{", "["))
             if self._showing:
                 self._streamed = ""
                 self.writer.write("agent> ")
@@ -133,7 +176,9 @@ class Chat:
                     reply.cancel()
                     return self._finish(result)
                 text = reply.result()
-                if self._streamed and self._streamed.strip() == text.strip():
+                if self.as_json:
+                    self._say(json.dumps({"reply": text}, ensure_ascii=False))
+                elif self._streamed and self._streamed.strip() == text.strip():
                     self._say("")  # already shown token by token
                 else:
                     self._say(f"agent> {text}")
@@ -145,13 +190,22 @@ class Chat:
                 await runtime.send_message(handle.instance_id, text)
 
     async def _ask(self) -> str | None:
-        self.writer.write("you> ")
-        self.writer.flush()
-        line = await asyncio.to_thread(self.reader.readline)
-        if not line:
-            self._say("")
-            return None
-        text = line.rstrip("\n")
+        if self.read_line is not None:  # a terminal: readline prompts (on stdout) and edits
+            line = await asyncio.to_thread(self.read_line, "" if self.as_json else "you> ")
+            if line is None:
+                print("", file=sys.stderr)
+                return None
+            text = line
+        else:
+            prompt = sys.stderr if self.as_json else self.writer
+            prompt.write("you> ")
+            prompt.flush()
+            line = await asyncio.to_thread(self.reader.readline)
+            if not line:
+                if not self.as_json:
+                    self._say("")
+                return None
+            text = line.rstrip("\n")
         return None if text.strip() == QUIT else text
 
     def _finish(self, result: "asyncio.Future[Any]") -> int:
@@ -160,7 +214,7 @@ class Chat:
         except WorkflowFailed as failure:
             print(f"error: {failure}", file=sys.stderr)
             return 1
-        self._say(json.dumps(output, ensure_ascii=False, default=str))
+        self._say(json.dumps({"output": output} if self.as_json else output, ensure_ascii=False, default=str))
         return 0
 
     def _say(self, text: str) -> None:

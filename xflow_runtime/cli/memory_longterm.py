@@ -79,6 +79,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     choice.add_argument("--refuse", dest="consent", action="store_const", const=False)
     choice.add_argument("--unset", dest="consent", action="store_const", const="unset")
     choice.add_argument("--show", dest="consent", action="store_const", const="show")
+    consent.add_argument("--json", action="store_true", help="print {tenant, user, consent}")
     consent.set_defaults(handler=_consent)
 
 
@@ -149,7 +150,10 @@ def _delete(args: argparse.Namespace) -> int:
     async def run() -> int:
         async with _open(args) as memory:
             await memory.delete(_scope(args), args.memory_id)
-        print(f"deleted memory {args.memory_id}")
+        if args.json:
+            print(json.dumps({"deleted": args.memory_id}))
+        else:
+            print(f"deleted memory {args.memory_id}")
         return 0
     return run_async(run)
 
@@ -197,6 +201,9 @@ def _consent(args: argparse.Namespace) -> int:
             if args.consent != "show":
                 await memory.set_consent(args.tenant, args.user, None if args.consent == "unset" else args.consent)
             state = await memory.consent(args.tenant, args.user)
+        if args.json:
+            print(json.dumps({"tenant": args.tenant, "user": args.user, "consent": state}))
+            return 0
         print(f"consent of {args.user!r} in tenant {args.tenant!r}: "
               f"{ {True: 'allowed', False: 'refused', None: 'unset (allowed)'}[state] }")
         return 0

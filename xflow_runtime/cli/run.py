@@ -1,7 +1,10 @@
 """``xflow run FILE``: run one instance and print its output as JSON on stdout.
 
-Exit codes: 0 the instance completed; 1 it failed (or the runtime could not run it), with a clear
-message on stderr; 2 the definition is invalid (diagnostics on stderr) or the command line is.
+Exit codes (the table is specs/cli.md): 0 the instance completed (or, with ``--detach``, waits);
+1 it failed (or the runtime could not run it), with a clear message on stderr; 2 the definition is
+invalid (diagnostics on stderr) or the command line is; 3 ``--wait-timeout`` passed while it waits.
+When the instance settles in a waiting state, stderr says what it waits for and the exact
+``xflow send`` command that delivers it (``cli/waiting.py``).
 
 The durable engine is the default (SQLite under ``./.xflow/``, or ``--db URL`` /
 ``$XFLOW_DATABASE_URL``); ``--ephemeral`` runs on the in-process engine, imports nothing
@@ -20,6 +23,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from xflow_runtime.cli import output
+from xflow_runtime.cli.attach import (
+    FollowOptions, StoppedFollowing, add_follow_options, fan_out, follow, follow_options, report_stopped,
+    watcher_for,
+)
+from xflow_runtime.cli.output import add_json_flag
+from xflow_runtime.cli.waiting import WaitWatcher
 from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
 
 
@@ -40,10 +50,11 @@ def register(subparsers: Any, name: str) -> None:
                              "(one event per line); repeatable")
     parser.add_argument("--ephemeral", action="store_true",
                         help="run in process: nothing persisted, no resume (fastest start)")
-    parser.add_argument("--llm-script", metavar="FILE", default=None,
-                        help="answer LLM calls from a reply script (YAML) instead of a provider: no API key")
     add_identity_options(parser)
     add_instance_options(parser)
+    add_follow_options(parser)
+    add_json_flag(parser, "print the output as JSON (the default), and with --detach/--wait-timeout "
+                          "what the instance waits for as one JSON object")
     parser.set_defaults(handler=run_command)
 
 
@@ -52,16 +63,22 @@ def add_identity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", metavar="T", default=None, help="tenant of the instance (default: default)")
     parser.add_argument("--user", metavar="U", default=None,
                         help="the user the instance acts for (chat memory scope: user)")
+    add_workflow_option(parser)
+
+
+def add_workflow_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workflow", dest="workflows", action="append", default=[], metavar="FILE",
                         help="a workflow that subFlowRef can call, by its id; repeatable")
 
 
 def add_instance_options(parser: argparse.ArgumentParser) -> None:
-    """Options of every command that runs instances (``run``, ``resume``)."""
+    """Options of every command that runs instances (``run``, ``resume``, ``send``)."""
+    parser.add_argument("--llm-script", metavar="FILE", default=None,
+                        help="answer LLM calls from a reply script (YAML) instead of a provider: no API key")
     parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
                         help="a value for $SECRETS.NAME; repeatable")
     parser.add_argument("--secrets-file", metavar="FILE",
-                        help="secrets as a JSON/YAML object or NAME=VALUE lines")
+                        help="secrets as a JSON/YAML object or a .env file (quotes, export, comments as python-dotenv reads them)")
     parser.add_argument("--db", metavar="URL", default=None,
                         help="durable store: sqlite:///FILE or postgresql://… "
                              "(default $XFLOW_DATABASE_URL, else SQLite under ./.xflow/); chat memory "
@@ -91,8 +108,10 @@ def long_term_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"long_term": LongTermOptions(embedding_model=model.strip())}
 
 
-def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, Any]:
-    """Keyword arguments of :class:`~xflow_runtime.runtime.Runtime` from the shared options."""
+def runtime_options(args: argparse.Namespace, *, ephemeral: bool,
+                    watcher: WaitWatcher | None = None) -> dict[str, Any]:
+    """Keyword arguments of :class:`~xflow_runtime.runtime.Runtime` from the shared options;
+    ``watcher`` also listens to the history (it says what the instance waits for)."""
     options: dict[str, Any] = {
         "engine": "inprocess" if ephemeral else "durable",
         "secrets": read_secrets(args.secret, args.secrets_file),
@@ -107,32 +126,37 @@ def runtime_options(args: argparse.Namespace, *, ephemeral: bool) -> dict[str, A
         # process); crashed instances are resumed explicitly with ``xflow resume``.
         options["executor_id"] = f"cli-{uuid.uuid4().hex[:12]}"
     options.update(long_term_options(args))
-    if not args.quiet and sys.stderr.isatty():
-        options["on_history"] = ProgressPrinter(sys.stderr)
+    progress = ProgressPrinter(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    if progress or watcher:
+        options["on_history"] = fan_out(progress, watcher)
     return options
 
 
 def run_command(args: argparse.Namespace) -> int:
     try:
+        if args.ephemeral and (args.detach or args.wait_timeout is not None):
+            raise UsageError("--detach and --wait-timeout need a durable instance (not --ephemeral)")
         data = read_input(args.input)
         events = read_events(args.event)
-        options = runtime_options(args, ephemeral=args.ephemeral)
+        watcher = watcher_for(args, ephemeral=args.ephemeral)
+        options = runtime_options(args, ephemeral=args.ephemeral, watcher=watcher)
     except XFlowError as error:
         print(f"xflow run: {error}", file=sys.stderr)
-        return 2
+        return output.USAGE
     from contextlib import nullcontext
 
     # A durable instance gets its id here, so an interrupted run can say how to resume it.
     instance_id = args.instance_id or (None if args.ephemeral else str(uuid.uuid4()))
     resumable = None if args.ephemeral else instance_id
+    following = follow_options(args)
     try:
         with _scripted_llm(args.llm_script) if args.llm_script else nullcontext():
-            return guarded(lambda: _run(Path(args.file), data, events, instance_id, options,
+            return guarded(lambda: _run(Path(args.file), data, events, instance_id, options, watcher, following,
                                         identity={"tenant": args.tenant, "user": args.user}),
-                           resumable=resumable)
+                           resumable=resumable, as_json=args.json, wait_timeout=args.wait_timeout)
     except XFlowError as error:  # an unreadable or malformed reply script
         print(f"xflow run: {error}", file=sys.stderr)
-        return 2
+        return output.USAGE
 
 
 def _scripted_llm(path: str) -> Any:
@@ -142,40 +166,45 @@ def _scripted_llm(path: str) -> Any:
 
 
 async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id: str | None,
-               options: dict[str, Any], *, identity: dict[str, Any]) -> Any:
+               options: dict[str, Any], watcher: WaitWatcher, following: FollowOptions, *,
+               identity: dict[str, Any]) -> Any:
     from xflow_runtime.runtime import Runtime
 
     async with Runtime(**options) as runtime:
         plan = runtime.load(path)
+        watcher.plan = plan
         handle = await runtime.start(plan, data, instance_id=instance_id, **identity)
         for event in events:
             await handle.send_event(event)
-        return await handle.result()
+        return await follow(handle, watcher, following, durable=options["engine"] == "durable")
 
 
-def guarded(run: Callable[[], Any], *, resumable: str | None = None) -> int:
+def guarded(run: Callable[[], Any], *, resumable: str | None = None, as_json: bool = False,
+            wait_timeout: float | None = None) -> int:
     """Run a coroutine factory, print its output as JSON, and map errors to exit codes.
     ``resumable``: the id of the durable instance being run, named if the run is interrupted."""
     try:
-        output = asyncio.run(run())
+        result = asyncio.run(run())
     except KeyboardInterrupt:
         hint = f"; the instance continues with: xflow resume {resumable}" if resumable else ""
         print(f"interrupted{hint}", file=sys.stderr)
-        return 130
+        return output.INTERRUPTED
+    except StoppedFollowing as stopped:
+        return report_stopped(stopped, as_json=as_json, wait_timeout=wait_timeout)
     except DefinitionError as error:
         print(str(error), file=sys.stderr)
-        return 2
+        return output.USAGE
     except WorkflowFailed as failure:
-        print(f"error: {failure}", file=sys.stderr)
+        output.error(str(failure))
         details = {k: v for k, v in (failure.error or {}).items() if v is not None and k != "message"}
         if details:
             print(f"  {json.dumps(details, default=str)}", file=sys.stderr)
-        return 1
+        return output.FAILED
     except XFlowError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(json.dumps(output, ensure_ascii=False, default=str))
-    return 0
+        output.error(str(error))
+        return output.FAILED
+    output.print_json(result)
+    return output.OK
 
 
 # --- option values ----------------------------------------------------------------------------------
@@ -212,36 +241,17 @@ def _event(value: Any, where: str) -> dict[str, Any]:
 def read_secrets(pairs: list[str], secrets_file: str | None) -> dict[str, Any]:
     secrets: dict[str, Any] = {}
     if secrets_file:
-        secrets.update(_parse_secrets_file(secrets_file))
+        from xflow_runtime.cli.secrets_file import SecretsFileError, read_secrets_file
+
+        try:
+            secrets.update(read_secrets_file(secrets_file))
+        except SecretsFileError as error:
+            raise UsageError(str(error)) from None
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--secret expects NAME=VALUE, got {name.strip() or pair!r}")
         secrets[name.strip()] = value
-    return secrets
-
-
-def _parse_secrets_file(path: str) -> dict[str, Any]:
-    text = _read_file(path, "secrets")
-    stripped = text.lstrip()
-    if stripped.startswith("{") or ":" in stripped.split("\n", 1)[0]:
-        import yaml
-
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError:
-            loaded = None
-        if isinstance(loaded, dict):
-            return {str(k): v for k, v in loaded.items()}
-    secrets: dict[str, Any] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, sep, value = line.partition("=")
-        if not sep:  # never echo the line: it may hold a secret
-            raise UsageError(f"{path}:{number}: expected NAME=VALUE")
-        secrets[name.strip()] = value.strip()
     return secrets
 
 
@@ -289,7 +299,8 @@ class ProgressPrinter:
             if record.get("instance_id"):
                 print(f"instance {record['instance_id']}", file=self.stream, flush=True)
         if record.get("event") in ("state_entered", "state_failed") and record.get("state"):
-            mark = "→" if record["event"] == "state_entered" else "✗"
+            mark = (output.paint("→", "green", self.stream) if record["event"] == "state_entered"
+                    else output.paint("✗", "red", self.stream))
             elapsed = record["at"] - self.started
             print(f"  {mark} {record.get('state')}  +{elapsed:.3f}s", file=self.stream, flush=True)
 

@@ -34,6 +34,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--bundle", action="store_true",
                         help="print the root schema as one self-contained file (for editors that "
                         "cannot follow references between files)")
+    parser.add_argument("--json", action="store_true",
+                        help="JSON for --list ([{name, id}]) and --write ({folder, files}); schemas are JSON anyway")
     parser.set_defaults(handler=run)
 
 
@@ -47,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             files = {**files, "workflow.bundle": bundle}
         if args.write is not None:
-            return _write_all(files, args.write)
+            return _write_all(files, args.write, as_json=args.json)
         if args.list:
+            if args.json:
+                print(json.dumps([{"name": name, "id": document.get("$id")} for name, document in files.items()]))
+                return 0
             for name, document in files.items():
                 print(f"{name}\t{document.get('$id', '')}")
             return 0
@@ -62,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _write_all(files: dict[str, dict[str, Any]], folder: Path) -> int:
+def _write_all(files: dict[str, dict[str, Any]], folder: Path, *, as_json: bool = False) -> int:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, document in files.items():
@@ -72,4 +77,6 @@ def _write_all(files: dict[str, dict[str, Any]], folder: Path) -> int:
         print(f"xflow schema: cannot write to {folder}: {error.strerror or error}", file=sys.stderr)
         return 1
     print(f"wrote {len(files)} schema files to {folder}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"folder": str(folder), "files": [f"{name}.json" for name in files]}))
     return 0

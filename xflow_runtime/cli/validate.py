@@ -1,7 +1,7 @@
 """``xflow validate FILE…``: check workflow documents and report every problem.
 
 Exit 0 when every document is valid (warnings are printed but allowed), 1 when any has errors.
-``-`` reads a document from stdin. ``--format json`` prints ``{"valid": bool, "files": [...], "diagnostics": [...]}`` on stdout.
+``-`` reads a document from stdin. ``--json`` (alias ``--format json``) prints ``{"valid": bool, "files": [...], "diagnostics": [...]}`` on stdout.
 Imports only the definition package: no litellm, DBOS or SQLAlchemy.
 """
 
@@ -19,6 +19,7 @@ def register(subparsers: Any, name: str) -> None:
                                                "references and lint rules. Exit 1 if any has errors.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="workflow documents to check ('-' reads stdin)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
     parser.add_argument("--strict", action="store_true",
                         help="the letter of SW 0.8: SonataFlow relaxations (XF140-XF147) are errors, not warnings")

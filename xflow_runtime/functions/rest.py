@@ -31,10 +31,12 @@ async def invoke_rest(fn: FunctionDef, arguments: Any, context: FunctionContext)
     except ArgumentError as exc:
         raise WorkflowError(f"function '{fn.name}': {exc}", code=INVALID_ARGUMENTS) from None
     url = base_url(fn, operation, context).rstrip("/") + mapped.path
+    if mapped.query:  # already encoded by the parameters' styles: sent as written
+        url += ("&" if "?" in url else "?") + mapped.query_string
+    cookie = {"Cookie": mapped.cookie_header} if mapped.cookies else {}
     request = HttpRequest(
-        method=operation.method, url=url, params=mapped.query, headers={**mapped.headers, **headers},
-        cookies=mapped.cookies, json_body=mapped.body, has_body=mapped.has_body,
-        timeout=context.http.timeouts.get(fn.name),
+        method=operation.method, url=url, headers={**mapped.headers, **cookie, **headers},
+        json_body=mapped.body, has_body=mapped.has_body, timeout=context.http.timeouts.get(fn.name),
     )
     what = f"function '{fn.name}'"
     response = await send_authenticated(context, what, request, fn.auth)

@@ -3,8 +3,8 @@
 The rules (specs/functions.md §rest arguments):
 
 1. Each declared OpenAPI parameter takes the argument of the same name and goes where its
-   ``in`` says: ``path`` (substituted into ``{name}``, percent-encoded), ``query``, ``header``,
-   ``cookie``; Swagger 2 ``body`` takes that argument as the whole body.
+   ``in`` says: ``path`` (substituted into ``{name}``), ``query``, ``header``, ``cookie``, written
+   in its ``style`` (``parameter_styles``); Swagger 2 ``body`` takes that argument as the whole body.
 2. A ``{name}`` placeholder with no declared parameter still takes the argument ``name``.
    A declared path parameter with no placeholder is appended as a path segment (xFlow's
    ``{"/users": {get: {parameters: [{name: id, in: path}]}}}`` targets ``/users/{id}``).
@@ -16,10 +16,13 @@ The rules (specs/functions.md §rest arguments):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
-from urllib.parse import quote
+
+from xflow_runtime.functions.parameter_styles import (
+    Style, StyleError, default_style, plain_query, serialize_cookie, serialize_header, serialize_path,
+    serialize_query,
+)
 
 BODY_METHODS = frozenset({"post", "put", "patch"})
 LOCATIONS = frozenset({"path", "query", "header", "cookie", "body"})
@@ -34,6 +37,11 @@ class Parameter:
     name: str
     location: str
     required: bool = False
+    style: Style | None = None  # None: the location's default (simple for path/header, form otherwise)
+
+    @property
+    def serialization(self) -> Style:
+        return self.style or default_style(self.location)
 
 
 @dataclass(frozen=True)
@@ -52,15 +60,32 @@ class RestOperation:
 @dataclass
 class MappedRequest:
     path: str
-    query: list[tuple[str, str]] = field(default_factory=list)
+    #: ``key=value`` pieces, already percent-encoded (the style decides the encoding)
+    query: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
-    cookies: dict[str, str] = field(default_factory=dict)
+    #: ``name=value`` pieces of the ``Cookie`` header
+    cookies: list[str] = field(default_factory=list)
     body: Any = None
     has_body: bool = False
+
+    @property
+    def query_string(self) -> str:
+        return "&".join(self.query)
+
+    @property
+    def cookie_header(self) -> str:
+        return "; ".join(self.cookies)
 
 
 def map_arguments(operation: RestOperation, arguments: Any) -> MappedRequest:
     """Place ``arguments`` into path, query, headers, cookies and body of ``operation``."""
+    try:
+        return _map(operation, arguments)
+    except StyleError as exc:
+        raise ArgumentError(str(exc)) from None
+
+
+def _map(operation: RestOperation, arguments: Any) -> MappedRequest:
     wants_body = operation.has_request_body or operation.method in BODY_METHODS
     if arguments is None:
         arguments = {}
@@ -86,11 +111,11 @@ def map_arguments(operation: RestOperation, arguments: Any) -> MappedRequest:
             continue
         consumed.add(parameter.name)
         if parameter.location == "query":
-            request.query.extend((parameter.name, text) for text in _query_values(value))
+            request.query.extend(serialize_query(parameter.name, value, parameter.serialization))
         elif parameter.location == "header":
-            request.headers[parameter.name] = _scalar_text(value, separator=",")
+            request.headers[parameter.name] = serialize_header(parameter.name, value, parameter.serialization)
         elif parameter.location == "cookie":
-            request.cookies[parameter.name] = _scalar_text(value, separator=",")
+            request.cookies.extend(serialize_cookie(parameter.name, value, parameter.serialization))
         else:
             body_parameter = parameter
             request.body, request.has_body = value, True
@@ -105,28 +130,31 @@ def map_arguments(operation: RestOperation, arguments: Any) -> MappedRequest:
                 request.body, request.has_body = rest, True
         else:
             for key, value in rest.items():
-                request.query.extend((key, text) for text in _query_values(value))
+                request.query.extend(plain_query(key, value))
     return request
 
 
 def _fill_path(operation: RestOperation, arguments: Mapping[str, Any]) -> tuple[str, set[str]]:
     path, consumed = operation.path, set()
+    styles = {p.name: p.serialization for p in operation.parameters if p.location == "path"}
     for name in sorted(_placeholders(path)):
-        path = path.replace("{" + name + "}", _path_segment(operation, name, arguments))
+        path = path.replace("{" + name + "}", _path_segment(operation, name, arguments, styles))
         consumed.add(name)
     for parameter in operation.parameters:  # declared but not templated: append, in order
         if parameter.location == "path" and parameter.name not in consumed:
-            path = path.rstrip("/") + "/" + _path_segment(operation, parameter.name, arguments)
+            path = path.rstrip("/") + "/" + _path_segment(operation, parameter.name, arguments, styles)
             consumed.add(parameter.name)
     return path, consumed
 
 
-def _path_segment(operation: RestOperation, name: str, arguments: Mapping[str, Any]) -> str:
+def _path_segment(operation: RestOperation, name: str, arguments: Mapping[str, Any],
+                  styles: Mapping[str, Style]) -> str:
     value = arguments.get(name)
     if value is None:
         raise ArgumentError(f"missing path parameter '{name}' for {operation.path}")
-    # safe="": a value never adds path separators (and '{' is encoded, so no re-substitution).
-    return quote(_scalar_text(value, separator=","), safe="")
+    # Every value character is percent-encoded: a value never adds path separators (and '{' is
+    # encoded, so no re-substitution); only the style's own delimiters stay.
+    return serialize_path(name, value, styles.get(name) or default_style("path"))
 
 
 def _placeholders(path: str) -> set[str]:
@@ -145,22 +173,3 @@ def _check_required(operation: RestOperation, arguments: Mapping[str, Any]) -> N
         if (parameter.required or parameter.location == "path") and parameter.location != "body":
             if arguments.get(parameter.name) is None:
                 raise ArgumentError(f"missing required {parameter.location} parameter '{parameter.name}'")
-
-
-def _query_values(value: Any) -> list[str]:
-    """Arrays repeat the key (OpenAPI ``form`` style, ``explode: true``, the default)."""
-    if isinstance(value, (list, tuple)):
-        return [_scalar_text(item, separator=",") for item in value if item is not None]
-    return [_scalar_text(value, separator=",")]
-
-
-def _scalar_text(value: Any, *, separator: str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return separator.join(_scalar_text(item, separator=separator) for item in value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from xflow_runtime.cli.memory import run_async
+from xflow_runtime.cli.output import timestamp
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -24,6 +25,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
     delete = commands.add_parser("delete", parents=[common], help="delete a chat and its messages")
     delete.add_argument("chat_id", metavar="CHAT_ID")
+    delete.add_argument("--json", action="store_true", help="print {chat_id, deleted_messages}")
     delete.set_defaults(handler=delete_command)
 
     clear = commands.add_parser("clear", parents=[common],
@@ -31,6 +33,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     clear.add_argument("memory_id", metavar="MEMORY_ID")
     clear.add_argument("--agent", help="only this agent's chats")
     clear.add_argument("--user", help="only this user's chats")
+    clear.add_argument("--json", action="store_true", help="print {memory_id, deleted_messages}")
     clear.set_defaults(handler=clear_command)
 
 
@@ -48,10 +51,10 @@ def chats_command(args: argparse.Namespace) -> int:
                                             limit=args.limit)
         for chat in found:
             if args.json:
-                print(json.dumps({**chat.__dict__, "created_at": chat.created_at.isoformat(),
-                                  "updated_at": chat.updated_at.isoformat()}, ensure_ascii=False))
+                print(json.dumps({**chat.__dict__, "created_at": timestamp(chat.created_at),
+                                  "updated_at": timestamp(chat.updated_at)}, ensure_ascii=False))
             else:
-                print(f"{chat.id}  {chat.updated_at:%Y-%m-%d %H:%M}  agent={chat.agent}  "
+                print(f"{chat.id}  {timestamp(chat.updated_at)}  agent={chat.agent}  "
                       f"user={chat.user or '-'}  memoryId={chat.memory_id or '(user)'}  "
                       f"messages={chat.message_count}  {chat.title or ''}".rstrip())
         if not found and not args.json:
@@ -86,7 +89,10 @@ def delete_command(args: argparse.Namespace) -> int:
     async def run() -> int:
         async with _open(args) as memory:
             deleted = await memory.delete_chat(args.chat_id, tenant=args.tenant)
-        print(f"deleted chat {args.chat_id} ({deleted} messages)")
+        if args.json:
+            print(json.dumps({"chat_id": args.chat_id, "deleted_messages": deleted}))
+        else:
+            print(f"deleted chat {args.chat_id} ({deleted} messages)")
         return 0
     return run_async(run)
 
@@ -96,6 +102,9 @@ def clear_command(args: argparse.Namespace) -> int:
         async with _open(args) as memory:
             deleted = await memory.clear(args.memory_id, tenant=args.tenant, agent=args.agent,
                                          user=args.user)
-        print(f"cleared memoryId {args.memory_id!r} ({deleted} messages)")
+        if args.json:
+            print(json.dumps({"memory_id": args.memory_id, "deleted_messages": deleted}))
+        else:
+            print(f"cleared memoryId {args.memory_id!r} ({deleted} messages)")
         return 0
     return run_async(run)
