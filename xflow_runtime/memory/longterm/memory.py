@@ -205,11 +205,15 @@ class LongTermMemory:
         searches the chat archive only."""
         if not isinstance(query, str) or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise LongTermMemoryError(f"search needs a query and a limit from 1 to {MAX_SEARCH_LIMIT}")
-        embedded = await self._search.embed_query(query, now)
+        embedded = await self.embed_query(query, now)
         pool = max(limit, self._search.pool)
         hits = await asyncio.to_thread(self._read, lambda c: self.search_sync(
             c, scope, query, embedded, limit=pool, kinds=kinds, include_messages=include_messages))
         return await self._search.rerank(query, hits, limit)
+
+    async def embed_query(self, query: str, now: date | None = None) -> Embedded | None:
+        """The vector :meth:`search` uses for ``query`` (query mode, dates resolved against ``now``)."""
+        return await self._search.embed_query(query, now)
 
     async def search_messages(self, scope: MemoryScope, query: str, *, limit: int = DEFAULT_SEARCH_LIMIT,
                               now: date | None = None) -> list[SearchHit]:
