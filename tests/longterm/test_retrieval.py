@@ -86,15 +86,24 @@ async def test_a_message_without_text_is_not_embedded_and_not_pending(
     assert await memory.index_messages(DANA) == 0
 
 
-async def test_deleting_a_chat_deletes_its_message_vectors(memory: LongTermMemory) -> None:
+def message_vectors(memory: LongTermMemory) -> int:
+    from sqlalchemy import text
+
+    with memory.engine.connect() as connection:
+        return connection.execute(text("SELECT count(*) FROM xflow_message_embeddings")).scalar_one()
+
+
+async def test_deleting_a_chat_or_erasing_its_user_deletes_its_message_vectors(memory: LongTermMemory) -> None:
     await append(memory, "dana", TURN)
     await memory.index_messages(DANA)
     chats = ChatMemory(memory.engine)
     for chat in await chats.list_chats(tenant="acme", user="dana"):
         await chats.delete_chat(chat.id, tenant="acme")
-    with memory.engine.connect() as connection:
-        from sqlalchemy import text
-        assert connection.execute(text("SELECT count(*) FROM xflow_message_embeddings")).scalar_one() == 0
+    assert message_vectors(memory) == 0
+    await append(memory, "dana", TURN, session="s2")
+    assert await memory.index_messages(DANA) == 3 and message_vectors(memory) == 3
+    await memory.erase_user("acme", "dana")
+    assert message_vectors(memory) == 0
 
 
 def test_keyword_lists_skip_function_words_unless_nothing_else_is_left() -> None:
