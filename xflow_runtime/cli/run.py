@@ -94,6 +94,9 @@ def add_embedding_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedding-model", metavar="MODEL", default=None,
                         help="embedding model of long-term memory (litellm name; default: none, "
                              "memory_search runs on keywords only)")
+    parser.add_argument("--embedding-mode", metavar="MODE", default="none",
+                        help="how the embedding model tells queries from documents: e5, bge (prefixes), "
+                             "input-type, cohere, voyage (input_type), none (default)")
 
 
 def long_term_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,9 +106,13 @@ def long_term_options(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if not model.strip():
         raise UsageError("--embedding-model needs a model name")
-    from xflow_runtime.memory.longterm import LongTermOptions
+    from xflow_runtime.memory.longterm import EmbeddingModes, LongTermMemoryError, LongTermOptions
 
-    return {"long_term": LongTermOptions(embedding_model=model.strip())}
+    try:
+        modes = EmbeddingModes.named(getattr(args, "embedding_mode", "none"))
+    except LongTermMemoryError as error:
+        raise UsageError(str(error)) from None
+    return {"long_term": LongTermOptions(embedding_model=model.strip(), embedding_modes=modes)}
 
 
 def runtime_options(args: argparse.Namespace, *, ephemeral: bool,

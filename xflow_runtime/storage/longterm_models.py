@@ -8,6 +8,9 @@
 * ``xflow_extraction_jobs`` — durable fact-extraction work (pending/running/done/failed).
 * ``xflow_memory_subjects`` — per (tenant, user): consent and the erasure epoch. Keyed by a
   SHA-256 of tenant and user, so a tombstone kept after erasure holds no user identifier.
+* ``xflow_message_embeddings`` — one vector per embedded chat message (its contextual text,
+  ``context_text.message_text``), keyed like the message and deleted with it (foreign key
+  ``ON DELETE CASCADE``); scope columns copied so a search never leaves the scope.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from array import array
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Index, Integer, LargeBinary, String,
-                        Text, UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, ForeignKeyConstraint, Index, Integer,
+                        LargeBinary, String, Text, UniqueConstraint)
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
@@ -141,5 +144,27 @@ class MemorySubjectRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["EmbeddingType", "ExtractionJobRow", "LongTermMemoryRow", "MemorySubjectRow", "PgVector",
-           "vector_literal"]
+class MessageEmbeddingRow(Base):
+    __tablename__ = "xflow_message_embeddings"
+    __table_args__ = (
+        ForeignKeyConstraint(["chat_id", "sequence"], ["xflow_chat_messages.chat_id", "xflow_chat_messages.sequence"],
+                             ondelete="CASCADE", name="fk_xflow_message_embeddings_message"),
+        Index("ix_xflow_message_embeddings_scope", "tenant_id", "agent_id", "user_id", "embedding_model",
+              "embedding_dim"),
+        Index("ix_xflow_message_embeddings_user", "tenant_id", "user_id"),
+    )
+
+    chat_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    sequence: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(255))
+    agent_id: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255))
+    #: NULL: the message has no text to embed (a tool-call request), so it is not pending
+    embedding: Mapped[list[float] | None] = mapped_column(EmbeddingType)
+    embedding_model: Mapped[str | None] = mapped_column(String(255))  # the space key (model + modes)
+    embedding_dim: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+__all__ = ["EmbeddingType", "ExtractionJobRow", "LongTermMemoryRow", "MemorySubjectRow", "MessageEmbeddingRow",
+           "PgVector", "vector_literal"]

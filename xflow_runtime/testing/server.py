@@ -9,7 +9,8 @@ and any API key::
         assert server.requests[0].body["messages"][-1]["content"] == ...
 
 Endpoints: ``POST /v1/chat/completions`` (``stream`` false or true), ``POST /v1/embeddings``
-(hashed bag-of-words vectors), ``GET /v1/models``. Every request is recorded; the
+(hashed bag-of-words vectors), ``POST …/rerank`` (Cohere's format, scored by hashed-vector
+cosine), ``GET /v1/models``. Every request is recorded; the
 ``Authorization`` header is redacted unless ``record_authorization=True``.
 """
 
@@ -192,6 +193,12 @@ class ScriptedModelServer:
             return _json_response(200, wire.embeddings_body(body, self.embedding_dimensions))
         if route.endswith("/chat/completions"):
             return await self._chat(body)
+        if route.endswith("/rerank"):
+            with self._lock:
+                failure = self._take_failure(str(body.get("model", "")), model_only=True)
+            if failure is not None:
+                return _json_response(failure.status, wire.error_body(failure.status, failure.message))
+            return _json_response(200, wire.rerank_body(body, self.embedding_dimensions))
         return _json_response(404, wire.error_body(404, f"no route for {method} {path}"))
 
     async def _chat(self, body: dict[str, Any]) -> HttpResponse:
@@ -220,8 +227,11 @@ class ScriptedModelServer:
             return HttpResponse(200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, chunks)
         return _json_response(200, wire.completion_body(body, reply, call_number, created))
 
-    def _take_failure(self, model: str) -> _Failure | None:
+    def _take_failure(self, model: str, *, model_only: bool = False) -> _Failure | None:
+        """The failure to answer with; ``model_only``: only :meth:`fail_model` ones (not chat calls')."""
         for failure in self._failures:
+            if model_only and failure.model is None:
+                continue
             if failure.model is not None and failure.model != model and failure.model.split("/", 1)[-1] != model:
                 continue
             if failure.remaining is not None:

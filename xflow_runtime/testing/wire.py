@@ -144,3 +144,22 @@ def embeddings_body(body: Mapping[str, Any], default_dimensions: int) -> dict[st
         "model": str(body.get("model", "scripted-embedding")),
         "usage": {"prompt_tokens": total, "total_tokens": total},
     }
+
+
+# ---------------------------------------------------------------- rerank (Cohere's format)
+
+
+def rerank_body(body: Mapping[str, Any], dimensions: int) -> dict[str, Any]:
+    """Scores each document by the cosine of its hashed vector with the query's (shared words
+    score high), best first; ``top_n`` cuts the list."""
+    query = hashed_embedding(str(body.get("query", "")), dimensions)
+    documents = [d if isinstance(d, str) else str((d or {}).get("text", "")) for d in body.get("documents") or []]
+    scored = [(sum(a * b for a, b in zip(query, hashed_embedding(text, dimensions))), index)
+              for index, text in enumerate(documents)]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    top_n = body.get("top_n")
+    if isinstance(top_n, int) and top_n > 0:
+        scored = scored[:top_n]
+    return {"id": "scripted-rerank", "results": [{"index": index, "relevance_score": round(score, 6)}
+                                                 for score, index in scored],
+            "meta": {"billed_units": {"search_units": 1}}}

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Sequence
 
 from sqlalchemy import Engine
@@ -110,9 +111,10 @@ class ChatMemory:
         return await asyncio.to_thread(self.resolve_window_sync, scope, policy, model=model)
 
     async def append_turn(self, scope: ChatScope, messages: Sequence[Any], *,
-                          model: str | None) -> AppendResult | None:
-        """Store one turn atomically (all its messages or none). ``None`` when stateless."""
-        return await asyncio.to_thread(self.append_turn_sync, scope, messages, model=model)
+                          model: str | None, at: datetime | None = None) -> AppendResult | None:
+        """Store one turn atomically (all its messages or none). ``None`` when stateless.
+        ``at`` stamps the messages (importing an older conversation); default now."""
+        return await asyncio.to_thread(self.append_turn_sync, scope, messages, model=model, at=at)
 
     def resolve_window_sync(self, scope: ChatScope, policy: WindowPolicy, *,
                             model: str | None) -> ChatWindow:
@@ -158,7 +160,7 @@ class ChatMemory:
             _log.info("chat memory: token counts not cached (%s)", type(exc).__name__)
 
     def append_turn_sync(self, scope: ChatScope, messages: Sequence[Any], *,
-                         model: str | None) -> AppendResult | None:
+                         model: str | None, at: datetime | None = None) -> AppendResult | None:
         turn = validate_turn(messages)  # before the stateless check: bad input is always an error
         key = scope.key()
         if key is None:
@@ -170,7 +172,7 @@ class ChatMemory:
             with write_transaction(self._engine) as connection:
                 check_not_erased(connection, key.tenant, key.user, scope.erasure_epoch)
                 chat_id, first = repo.reserve_sequences(connection, key, len(rows), _title(turn))
-                repo.insert_messages(connection, key, chat_id, first, rows)
+                repo.insert_messages(connection, key, chat_id, first, rows, at)
         except (StatementError, TypeError, ValueError) as exc:  # e.g. content that is not JSON
             cause = exc.orig if isinstance(exc, StatementError) else exc  # (rolled back)
             if not isinstance(cause, (TypeError, ValueError)):

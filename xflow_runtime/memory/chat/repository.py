@@ -67,10 +67,11 @@ def reserve_sequences(connection: Connection, key: ChatKey, count: int,
 
 
 def insert_messages(connection: Connection, key: ChatKey, chat_id: str, first_sequence: int,
-                    rows: Sequence[dict[str, Any]]) -> None:
-    """Insert ``rows`` (role, parts, token_counts) as one turn from ``first_sequence`` on."""
+                    rows: Sequence[dict[str, Any]], at: datetime | None = None) -> None:
+    """Insert ``rows`` (role, parts, token_counts) as one turn from ``first_sequence`` on,
+    stamped ``at`` (default now)."""
     turn_id = uuid.uuid4().hex
-    now = utcnow()
+    now = at or utcnow()
     connection.execute(_messages.insert(), [
         {"chat_id": chat_id, "sequence": first_sequence + i, "turn_id": turn_id,
          "tenant_id": key.tenant, "agent_id": key.agent, "user_id": key.user,

@@ -26,6 +26,8 @@ _EXPORTS = {
     "ExtractedFact": "extraction_prompt", "parse_facts": "extraction_prompt",
     "TOOL_NAMES": "tools", "TOOL_SCHEMAS": "tools",
     "StepMemory": "step",
+    "EmbeddingModes": "embedding_modes",
+    "ReindexReport": "reindex",
 }
 
 

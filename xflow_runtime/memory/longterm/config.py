@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from xflow_runtime.memory.longterm.embedding_modes import SYMMETRIC, EmbeddingModes
 from xflow_runtime.memory.longterm.errors import LongTermMemoryError
 
 DEFAULT_INJECT_RECENT = 10
@@ -104,9 +105,21 @@ class LongTermOptions:
     extraction_retry_base_s: float = 1.0
     extraction_timeout_s: float = 120.0
     extra_params: Mapping[str, Any] = field(default_factory=dict)
+    #: how the embedding model tells queries from documents (prefixes or ``input_type``)
+    embedding_modes: EmbeddingModes = SYMMETRIC
+    #: embed chat messages (user/assistant text, with their context) in the background
+    index_messages: bool = True
+    #: optional second stage through ``litellm.arerank`` (off unless a model is named)
+    rerank_model: str | None = None
+    rerank_api_base: str | None = None
+    rerank_api_key: str | None = None
+    rerank_candidates: int = 30  # fused candidates handed to the reranker
+    rerank_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.dedup_threshold <= 1.0:
             raise LongTermMemoryError("dedup_threshold must be in (0, 1]")
-        if self.candidates_per_source < 1 or self.rrf_k < 1 or self.extraction_max_attempts < 1:
-            raise LongTermMemoryError("candidates_per_source, rrf_k and extraction_max_attempts must be ≥ 1")
+        if (self.candidates_per_source < 1 or self.rrf_k < 1 or self.extraction_max_attempts < 1
+                or self.rerank_candidates < 1):
+            raise LongTermMemoryError("candidates_per_source, rrf_k, extraction_max_attempts and "
+                                      "rerank_candidates must be ≥ 1")

@@ -19,23 +19,26 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date
+from datetime import date, datetime, timezone
 from typing import Any
 
 from sqlalchemy import Engine
 
-from xflow_runtime.memory.longterm import jobs, privacy, repository, search_pg, search_sql
+from xflow_runtime.memory.longterm import jobs, privacy, repository, search_sql
 from xflow_runtime.memory.longterm.block import render_memory_block
 from xflow_runtime.memory.longterm.config import (DEFAULT_INJECT_RECENT, DEFAULT_SEARCH_LIMIT,
                                                   MAX_SEARCH_LIMIT, FactExtractionSettings, LongTermOptions)
+from xflow_runtime.memory.longterm.context_text import memory_text
 from xflow_runtime.memory.longterm.embedder import Embedded, Embedder
 from xflow_runtime.memory.longterm.errors import LongTermMemoryError, MemoryNotFound
 from xflow_runtime.memory.longterm.extraction import ExtractionRunner, dedup_key, user_turns, write_facts
 from xflow_runtime.memory.longterm.extraction_prompt import ExtractedFact
-from xflow_runtime.memory.longterm.fusion import reciprocal_rank_fusion
+from xflow_runtime.memory.longterm.message_indexer import MessageIndexer
 from xflow_runtime.memory.longterm.records import (ErasureReceipt, Memory, MemoryKind, MemoryPage, SearchHit,
                                                    WriteResult)
+from xflow_runtime.memory.longterm.reindex import ReindexReport, reindex_tenant
 from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.memory.longterm.search import HybridSearch
 from xflow_runtime.memory.longterm.tools import (TOOL_NAMES, TOOL_SCHEMAS, ToolArgumentError, delete_args,
                                                  search_args, write_args)
 from xflow_runtime.storage.database import open_database, write_transaction
@@ -54,6 +57,9 @@ class LongTermMemory:
         self.block_template = block_template
         self._embedder = Embedder(self.options)
         self._runner = ExtractionRunner(engine, self.options, self._embedder, today)
+        self._indexer = MessageIndexer(engine, self._embedder)
+        self._search = HybridSearch(self.options, self._embedder,
+                                    today or (lambda: datetime.now(timezone.utc).date()))
 
     @classmethod
     def open(cls, url: str | None = None, options: LongTermOptions | None = None, **kwargs: Any) -> "LongTermMemory":
@@ -65,6 +71,7 @@ class LongTermMemory:
 
     async def aclose(self) -> None:
         await self._runner.close()
+        await self._indexer.close()
         self._engine.dispose()
 
     def close(self) -> None:
@@ -89,7 +96,7 @@ class LongTermMemory:
             return work(connection)
 
     async def _embed_one(self, text: str) -> Embedded | None:
-        return await self._embedder.embed([text])
+        return await self._embedder.embed([text], "document")
 
     def _prepare_vectors(self, connection: Any, embedded: Embedded | None) -> None:
         if embedded is not None and connection.dialect.name == "postgresql":
@@ -99,7 +106,7 @@ class LongTermMemory:
 
     async def write(self, scope: MemoryScope, title: str, content: str, tags: Sequence[str] = ()) -> WriteResult:
         """Upsert by title (what ``memory_write`` does): concurrent writers leave one row."""
-        embedded = await self._embed_one(f"{title}\n{content}")
+        embedded = await self._embed_one(memory_text(title, content))
 
         def work(connection: Any) -> WriteResult:
             privacy.check_not_erased(connection, scope.tenant, scope.user_id, scope.erasure_epoch)
@@ -110,7 +117,7 @@ class LongTermMemory:
 
     async def create(self, scope: MemoryScope, title: str, content: str, tags: Sequence[str] = ()) -> Memory:
         """Strict create: :class:`MemoryConflict` when the title exists in the scope."""
-        embedded = await self._embed_one(f"{title}\n{content}")
+        embedded = await self._embed_one(memory_text(title, content))
 
         def work(connection: Any) -> Memory:
             self._prepare_vectors(connection, embedded)
@@ -136,9 +143,9 @@ class LongTermMemory:
         if tags is not None:
             values["tags"] = list(tags)
         if "title" in values or "content" in values:
-            embedded = await self._embed_one(f"{values.get('title', current.title) or ''}\n"
-                                             f"{values.get('content', current.content)}"
-                                             if current.kind == "memory" else values.get("content", current.content))
+            embedded = await self._embed_one(memory_text(
+                values.get("title", current.title) if current.kind == "memory" else None,
+                values.get("content", current.content)))
             values.update(repository.vector_values(embedded))
         else:
             embedded = None
@@ -190,49 +197,52 @@ class LongTermMemory:
     # -- search --------------------------------------------------------------------------------
 
     async def search(self, scope: MemoryScope, query: str, *, limit: int = DEFAULT_SEARCH_LIMIT,
-                     kinds: Sequence[MemoryKind] = _ALL_KINDS, include_messages: bool = False) -> list[SearchHit]:
-        """Hybrid search: semantic (when an embedding model is configured and answers) and
-        keyword lists fused with RRF (k = ``options.rrf_k``)."""
+                     kinds: Sequence[MemoryKind] = _ALL_KINDS, include_messages: bool = False,
+                     now: date | None = None) -> list[SearchHit]:
+        """Hybrid search (:mod:`~xflow_runtime.memory.longterm.search`): semantic (when an
+        embedding model is configured and answers) and keyword lists fused with RRF, reranked
+        when a reranker is configured. ``now`` is the conversation's date relative times in the
+        question are resolved against (default: today). ``kinds=()`` with ``include_messages``
+        searches the chat archive only."""
         if not isinstance(query, str) or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise LongTermMemoryError(f"search needs a query and a limit from 1 to {MAX_SEARCH_LIMIT}")
-        embedded = await self._embed_one(query) if query.strip() else None
-        return await asyncio.to_thread(self._read, lambda c: self.search_sync(
-            c, scope, query, embedded, limit=limit, kinds=kinds, include_messages=include_messages))
+        embedded = await self.embed_query(query, now)
+        pool = max(limit, self._search.pool)
+        hits = await asyncio.to_thread(self._read, lambda c: self.search_sync(
+            c, scope, query, embedded, limit=pool, kinds=kinds, include_messages=include_messages))
+        return await self._search.rerank(query, hits, limit)
+
+    async def embed_query(self, query: str, now: date | None = None) -> Embedded | None:
+        """The vector :meth:`search` uses for ``query`` (query mode, dates resolved against ``now``)."""
+        return await self._search.embed_query(query, now)
+
+    async def search_messages(self, scope: MemoryScope, query: str, *, limit: int = DEFAULT_SEARCH_LIMIT,
+                              now: date | None = None) -> list[SearchHit]:
+        """Hybrid search over the scope user's chat archive with this agent (messages only)."""
+        return await self.search(scope, query, limit=limit, kinds=(), include_messages=True, now=now)
 
     def search_sync(self, connection: Any, scope: MemoryScope, query: str, embedded: Embedded | None, *,
                     limit: int, kinds: Sequence[MemoryKind], include_messages: bool) -> list[SearchHit]:
         """The database part of :meth:`search` (what the bench times), on an open connection."""
-        k = self.options.candidates_per_source
-        ranked: dict[str, list[str]] = {}
-        known: dict[str, Memory] = {}
-        if connection.dialect.name == "postgresql":  # one round trip for both lists and their rows
-            found_pg = search_pg.candidates(connection, scope, kinds, query, embedded and embedded.model,
-                                            embedded and embedded.vectors[0], k, self.options.exact_search_threshold)
-            ranked, known = found_pg.lists, found_pg.rows
-        else:
-            if embedded is not None:
-                ranked["semantic"] = [memory_id for memory_id, _ in search_sql.semantic(
-                    connection, scope, kinds, embedded.model, embedded.vectors[0], k,
-                    self.options.exact_search_threshold)]
-            ranked["keyword"] = search_sql.keyword_memories(connection, scope, kinds, query, k)
-        message_text: dict[str, str] = {}
-        if include_messages:
-            found = search_sql.keyword_messages(connection, scope, query, k)
-            message_text = dict(found)
-            ranked["messages"] = [f"message:{key}" for key, _ in found]
-        fused = reciprocal_rank_fusion(ranked, k=self.options.rrf_k, limit=limit)
-        missing = [str(f.key) for f in fused if not str(f.key).startswith("message:") and f.key not in known]
-        rows = {**known, **repository.get_many(connection, scope, missing)}
-        hits: list[SearchHit] = []
-        for item in fused:
-            key = str(item.key)
-            if key.startswith("message:"):
-                hits.append(SearchHit("message", key.removeprefix("message:"),
-                                      message_text[key.removeprefix("message:")], item.score, item.ranks))
-            elif key in rows:
-                row = rows[key]
-                hits.append(SearchHit(row.kind, row.id, row.content, item.score, item.ranks, row.title, row.tags))
-        return hits
+        return self._search.search_sync(connection, scope, query, embedded, limit=limit, kinds=kinds,
+                                        include_messages=include_messages)
+
+    # -- chat archive --------------------------------------------------------------------------
+
+    async def index_messages(self, scope: MemoryScope) -> int:
+        """Embed the scope's not yet indexed chat messages now (normally done in the background
+        after each turn); returns how many were indexed."""
+        return await self._indexer.index(scope)
+
+    async def wait_for_indexing(self) -> None:
+        """Wait until background message indexing is done (tests, shutdown)."""
+        await self._indexer.wait_idle()
+
+    async def reindex(self, tenant: str, *, force: bool = False) -> ReindexReport:
+        """Re-embed a tenant's memories, facts and chat messages made under another embedding
+        model or modes (all of them with ``force``, e.g. after a change of the contextual
+        format): ``xflow memory reindex``."""
+        return await reindex_tenant(self._engine, self._embedder, self._indexer, tenant, force=force)
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -298,7 +308,9 @@ class LongTermMemory:
         extraction job when enabled, the scope has a user, the conversation has at least
         ``min_user_turns`` user messages and the user has not refused consent; returns the job
         id (``None``: nothing queued). Only a row insert happens here; the LLM call runs in the
-        background."""
+        background, as does embedding the scope's new chat messages (``index_messages``)."""
+        if self.options.index_messages:
+            self._indexer.kick(scope)
         if not settings.enabled or not scope.user or user_turns(messages) < settings.min_user_turns:
             return None
         extraction_model = settings.model or model

@@ -1,0 +1,162 @@
+"""SQL for the chat-message vectors (synchronous, scoped): what is still to embed, storing
+vectors, and the semantic list over a user's chat archive.
+
+A message is *pending* while it has no row in ``xflow_message_embeddings``; only user and
+assistant messages of chats with an end user are indexed (anonymous chats belong to nobody and
+are never searched). A message without text gets a row without a vector, so it is not pending.
+Every query is filtered by (tenant, agent, user).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, text, tuple_
+
+from xflow_runtime.memory.longterm.context_text import message_text, speaker
+from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.storage.longterm_models import MessageEmbeddingRow, vector_literal
+from xflow_runtime.storage.models import ChatMessage, utcnow
+
+vectors = MessageEmbeddingRow.__table__
+_m = ChatMessage.__table__.c
+LOOKBACK = 50  # messages read before the first pending one of a chat, to find the turn it answers
+_SCOPE = "m.tenant_id = :tenant AND m.agent_id = :agent AND m.user_id = :user"
+
+
+@dataclass(frozen=True)
+class PendingMessage:
+    chat_id: str
+    sequence: int
+    text: str | None  # the contextual text to embed; None: nothing to embed
+
+
+def content_text(parts: Any) -> str:
+    """The text of a stored message (a string, or the text parts of a content list)."""
+    if isinstance(parts, str):
+        parts = json.loads(parts)
+    content = (parts or {}).get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content
+                         if isinstance(part, dict) and part.get("type") == "text")
+    return ""
+
+
+def _params(scope: MemoryScope, **extra: Any) -> dict[str, Any]:
+    return {"tenant": scope.tenant, "agent": scope.agent, "user": scope.user_id, **extra}
+
+
+def _scope_filter(scope: MemoryScope) -> list[Any]:
+    return [_m.tenant_id == scope.tenant, _m.agent_id == scope.agent, _m.user_id == scope.user_id]
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def pending(connection: Connection, scope: MemoryScope, limit: int) -> list[PendingMessage]:
+    """Up to ``limit`` unindexed messages of the scope's chats, with their contextual text."""
+    if not scope.user:
+        return []
+    keys = connection.execute(text(
+        "SELECT m.chat_id, m.sequence FROM xflow_chat_messages m "
+        "LEFT JOIN xflow_message_embeddings e ON e.chat_id = m.chat_id AND e.sequence = m.sequence "
+        f"WHERE {_SCOPE} AND m.role IN ('user', 'assistant') AND e.chat_id IS NULL "
+        "ORDER BY m.chat_id, m.sequence LIMIT :limit"), _params(scope, limit=limit)).all()
+    wanted: dict[str, set[int]] = {}
+    for key in keys:
+        wanted.setdefault(key.chat_id, set()).add(key.sequence)
+    found: list[PendingMessage] = []
+    for chat_id, sequences in wanted.items():
+        rows = connection.execute(
+            select(_m.sequence, _m.role, _m.parts, _m.created_at)
+            .where(_m.chat_id == chat_id, *_scope_filter(scope), _m.role.in_(("user", "assistant")),
+                   _m.sequence.between(min(sequences) - LOOKBACK, max(sequences)))
+            .order_by(_m.sequence)).all()
+        answered: tuple[str, str] | None = None
+        for row in rows:
+            parts = row.parts or {}
+            said = content_text(parts).strip()
+            who = speaker(row.role, parts.get("name"))
+            if row.sequence in sequences:
+                found.append(PendingMessage(chat_id, row.sequence, message_text(
+                    said, said_on=_aware(row.created_at), who=who, answers=answered) if said else None))
+            if said:
+                answered = (who, said)
+    return found
+
+
+def store(connection: Connection, scope: MemoryScope, messages: Sequence[PendingMessage],
+          model: str | None, embeddings: Sequence[Sequence[float] | None]) -> int:
+    """Insert one row per message (its vector, or none); rows already there are left alone."""
+    now = utcnow()
+    rows = [{"chat_id": message.chat_id, "sequence": message.sequence, "tenant_id": scope.tenant,
+             "agent_id": scope.agent, "user_id": scope.user_id, "embedding": list(vector) if vector else None,
+             "embedding_model": model if vector else None, "embedding_dim": len(vector) if vector else None,
+             "created_at": now} for message, vector in zip(messages, embeddings)]
+    if not rows:
+        return 0
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    connection.execute(insert(vectors).on_conflict_do_nothing(), rows)
+    return len(rows)
+
+
+def drop_other_spaces(connection: Connection, tenant: str, model: str | None) -> int:
+    """Forget the tenant's message vectors not in space ``model`` (they become pending again)."""
+    query = delete(vectors).where(vectors.c.tenant_id == tenant)
+    if model is not None:
+        query = query.where((vectors.c.embedding_model != model) | (vectors.c.embedding_model.is_(None)))
+    return connection.execute(query).rowcount or 0
+
+
+def scopes_with_messages(connection: Connection, tenant: str) -> list[MemoryScope]:
+    """The (agent, user) pairs of a tenant that have chats with an end user (for re-indexing)."""
+    rows = connection.execute(text(
+        "SELECT DISTINCT agent_id, user_id FROM xflow_chats WHERE tenant_id = :tenant AND user_id <> '' "
+        "ORDER BY agent_id, user_id"), {"tenant": tenant}).all()
+    return [MemoryScope(tenant, row.agent_id, row.user_id) for row in rows]
+
+
+def semantic(connection: Connection, scope: MemoryScope, model: str, vector: Sequence[float],
+             k: int) -> list[str]:
+    """Keys (``chat_id:sequence``) of the scope's ``k`` nearest messages, exact, ties by key."""
+    if not scope.user:
+        return []
+    params = _params(scope, model=model, dim=len(vector))
+    where = f"{_SCOPE} AND m.embedding_model = :model AND m.embedding_dim = :dim"
+    if connection.dialect.name == "postgresql":
+        rows = connection.execute(text(
+            f"WITH scoped AS MATERIALIZED (SELECT m.chat_id, m.sequence, m.embedding "
+            f"FROM xflow_message_embeddings m WHERE {where}) "
+            "SELECT chat_id, sequence FROM scoped ORDER BY embedding <=> CAST(:q AS vector), chat_id, sequence "
+            "LIMIT :k"), {**params, "q": vector_literal(vector), "k": k}).all()
+        return [f"{row.chat_id}:{row.sequence}" for row in rows]
+    import numpy
+
+    rows = connection.execute(text(
+        f"SELECT m.chat_id, m.sequence, m.embedding FROM xflow_message_embeddings m WHERE {where}"), params).all()
+    if not rows:
+        return []
+    matrix = numpy.frombuffer(b"".join(row.embedding for row in rows), dtype=numpy.float32)
+    scores = matrix.reshape(len(rows), len(vector)) @ numpy.asarray(vector, dtype=numpy.float32)
+    ranked = sorted((-float(score), row.chat_id, row.sequence) for score, row in zip(scores, rows))
+    return [f"{chat_id}:{sequence}" for _, chat_id, sequence in ranked[:k]]
+
+
+def texts(connection: Connection, scope: MemoryScope, keys: Sequence[str]) -> dict[str, str]:
+    """The stored text of messages of the scope, by key."""
+    pairs = [(key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])) for key in keys]
+    if not pairs or not scope.user:
+        return {}
+    rows = connection.execute(select(_m.chat_id, _m.sequence, _m.parts).where(
+        *_scope_filter(scope), tuple_(_m.chat_id, _m.sequence).in_(pairs))).all()
+    return {f"{row.chat_id}:{row.sequence}": content_text(row.parts) for row in rows}

@@ -1,0 +1,88 @@
+"""Embeds chat messages in the background, off the reply path (like fact extraction).
+
+``kick(scope)`` after a turn is stored returns at once; one task per event loop embeds the
+scope's pending messages (their contextual text) in batches. Nothing is queued in a table: a
+message without a vector row *is* the work, so a crash or a failed embedding call loses nothing
+— the next kick for that scope (or ``xflow memory reindex``) picks the messages up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy import Engine
+
+from xflow_runtime.memory.longterm import message_index
+from xflow_runtime.memory.longterm.embedder import Embedder
+from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.storage.database import write_transaction
+
+_log = logging.getLogger("xflow_runtime.memory.longterm")
+BATCH = 64
+
+
+class MessageIndexer:
+    def __init__(self, engine: Engine, embedder: Embedder):
+        self._engine = engine
+        self._embedder = embedder
+        self._waiting: dict[asyncio.AbstractEventLoop, set[MemoryScope]] = {}
+        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+
+    def kick(self, scope: MemoryScope) -> None:
+        """Index the scope's pending messages soon (no-op without an embedding model or user)."""
+        if self._embedder.space is None or not scope.user:
+            return
+        loop = asyncio.get_running_loop()
+        self._waiting.setdefault(loop, set()).add(scope)
+        task = self._tasks.get(loop)
+        if task is None or task.done():
+            self._tasks[loop] = loop.create_task(self._drain(loop), name="xflow-message-indexing")
+
+    async def wait_idle(self) -> None:
+        task = self._tasks.get(asyncio.get_running_loop())
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def close(self) -> None:
+        for loop, task in list(self._tasks.items()):
+            if loop is asyncio.get_running_loop():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._tasks.clear()
+        self._waiting.clear()
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        waiting = self._waiting.setdefault(loop, set())
+        while waiting:
+            scope = waiting.pop()
+            try:
+                await self.index(scope)
+            except Exception:  # a broken index must never reach a conversation
+                _log.exception("indexing chat messages failed")
+
+    async def index(self, scope: MemoryScope) -> int:
+        """Embed every pending message of ``scope`` now; returns how many got a row. Stops at
+        the first failed embedding call (logged by the embedder; retried on the next kick)."""
+        done = 0
+        while True:
+            batch = await asyncio.to_thread(self._pending, scope)
+            if not batch:
+                return done
+            with_text = [message for message in batch if message.text is not None]
+            embedded = await self._embedder.embed([m.text or "" for m in with_text], "document") \
+                if with_text else None
+            if with_text and embedded is None:
+                return done
+            by_key = dict(zip(((m.chat_id, m.sequence) for m in with_text), embedded.vectors if embedded else []))
+            vectors = [by_key.get((m.chat_id, m.sequence)) for m in batch]
+            done += await asyncio.to_thread(self._store, scope, batch, embedded.model if embedded else None, vectors)
+
+    def _pending(self, scope: MemoryScope) -> list[message_index.PendingMessage]:
+        with self._engine.connect() as connection:
+            return message_index.pending(connection, scope, BATCH)
+
+    def _store(self, scope: MemoryScope, batch: list[message_index.PendingMessage], model: str | None,
+               vectors: list[list[float] | None]) -> int:
+        with write_transaction(self._engine) as connection:
+            return message_index.store(connection, scope, batch, model, vectors)
