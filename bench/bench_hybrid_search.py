@@ -1,5 +1,5 @@
-"""Hybrid search at 100,000 memories across 1,000 users on PostgreSQL (pgvector), and the cost
-fact extraction adds to the reply path.
+"""Hybrid search over ~190,000 memories of 1,000 users on PostgreSQL (pgvector), one of them
+with 100,000, and the cost fact extraction adds to the reply path.
 
 Prints one line per measurement::
 
@@ -12,16 +12,19 @@ Prints one line per measurement::
 
 The database time is :meth:`LongTermMemory.search_sync` on an open connection (semantic list +
 keyword list + fusion + fetching the hits); the query vector is given, as the embedding call is
-the provider's latency, not ours. Scope sizes are skewed (1 × 20,000, 9 × 2,000, 90 × 400,
-900 × 29 rows) so every regime is measured: exact scope-first search and the HNSW path.
+the provider's latency, not ours. Scope sizes are skewed (1 × 100,000, 1 × 20,000, 3 × 5,000,
+5 × 2,000, 90 × 400, 900 × 10 rows) so every regime is measured: exact scope-first search, the
+threshold between the two, and the HNSW path.
 
-Run: ``python3 bench/bench_hybrid_search.py [--runs 300] [--dim 384]``
+Run: ``python3 bench/bench_hybrid_search.py [--runs 300] [--dim 384] [--quick]`` (``--quick``:
+three tiny scopes and a few runs, to check the benchmark runs; its figures mean nothing).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import secrets
 import shutil
@@ -34,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SIZES = ((1, 20_000), (9, 2_000), (90, 400), (900, 29))
+SIZES = ((1, 100_000), (1, 20_000), (3, 5_000), (5, 2_000), (90, 400), (900, 10))
+QUICK_SIZES = ((1, 300), (3, 30), (6, 10))
 K = 20
 MODEL = "bench/embedder"
 
@@ -56,7 +60,7 @@ def start_postgres() -> tuple[object, str, Path]:
     return server, server.get_uri(database="bench", driver="psycopg"), parent
 
 
-def load(engine, dim: int, rng: random.Random) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+def load(engine, dim: int, rng: random.Random, sizes: tuple[tuple[int, int], ...] = SIZES) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     """Insert the memories (COPY), then build the model's HNSW index in bulk."""
     import numpy
 
@@ -72,7 +76,7 @@ def load(engine, dim: int, rng: random.Random) -> list[tuple[str, int]]:  # type
         with cursor.copy("COPY xflow_memories (id, row_key, tenant_id, agent_id, user_id, kind, title, "
                          "title_key, content, tags, embedding, embedding_model, embedding_dim, created_at, "
                          "updated_at) FROM STDIN") as copy:
-            for count, size in SIZES:
+            for count, size in sizes:
                 for _ in range(count):
                     user = f"user-{len(users):04d}"
                     users.append((user, size))
@@ -93,7 +97,7 @@ def load(engine, dim: int, rng: random.Random) -> list[tuple[str, int]]:  # type
         search_sql.ensure_vector_index(connection, MODEL, dim)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("VACUUM ANALYZE xflow_memories")  # steady state (what autovacuum leaves)
-    print(f"# loaded {sum(c * s for c, s in SIZES)} memories, HNSW build {time.perf_counter() - started:.1f} s",
+    print(f"# loaded {sum(c * s for c, s in sizes)} memories, HNSW build {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
     return users
 
@@ -140,12 +144,14 @@ def bench_search(memory, users: list[tuple[str, int]], dim: int, runs: int, rng:
                 peer_timings.append(peer_elapsed)
                 complete += len(semantic) == min(K, size)
                 peer_complete += len(peer) == min(K, size)
-        print(f"BENCH hybrid_search db=postgresql memories={sum(c * s for c, s in SIZES)} users={len(users)} "
+        print(f"BENCH hybrid_search db=postgresql memories={sum(s for _, s in users)} users={len(users)} "
               f"dim={dim} scope={size} k={K} runs={runs} p50_ms={statistics.median(timings):.2f} "
-              f"p95_ms={percentile(timings, 0.95):.2f} complete={complete / runs:.3f}")
+              f"p95_ms={percentile(timings, 0.95):.2f} complete={complete / runs:.3f} "
+              f"load={os.getloadavg()[0]:.1f}", flush=True)
         print(f"BENCH pgvector_default db=postgresql scope={size} k={K} runs={runs} "
               f"p50_ms={statistics.median(peer_timings):.2f} p95_ms={percentile(peer_timings, 0.95):.2f} "
-              f"complete={peer_complete / runs:.3f} ratio_p95={percentile(timings, 0.95) / percentile(peer_timings, 0.95):.2f}")
+              f"complete={peer_complete / runs:.3f} ratio_p95={percentile(timings, 0.95) / percentile(peer_timings, 0.95):.2f}",
+              flush=True)
 
 
 async def bench_extraction(url: str, runs: int) -> None:
@@ -186,14 +192,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 5
     from xflow_runtime.memory.longterm import LongTermMemory
 
     server, url, parent = start_postgres()
     try:
         memory = LongTermMemory.open(url)
         rng = random.Random(11)
-        users = load(memory.engine, args.dim, rng)
+        users = load(memory.engine, args.dim, rng, QUICK_SIZES if args.quick else SIZES)
         bench_search(memory, users, args.dim, args.runs, rng)
         memory.close()
         asyncio.run(bench_extraction(url, args.runs))

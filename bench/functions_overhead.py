@@ -1,6 +1,6 @@
 """Overhead of invoke_function over the bare call it wraps, measured in the same run.
 
-    python3 bench/functions_overhead.py
+    python3 bench/functions_overhead.py [--quick]
 
 Prints one line per case: ``BENCH functions_<case> calls=… ours_us=… baseline_us=… ratio=…``.
 Baselines: ``asyncio.to_thread(fn, **kwargs)`` for a sync custom function, a direct ``await fn()``
@@ -21,6 +21,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests.functions.server import RecordingServer, Reply  # noqa: E402
 from xflow_runtime.functions import FunctionContext, FunctionRegistry, HttpSettings, invoke_function  # noqa: E402
 from xflow_runtime.plan.functions import compile_function_def  # noqa: E402
+
+
+#: ``--quick`` checks the benchmark runs (a tenth of the calls); its figures mean nothing.
+SCALE = 10 if "--quick" in sys.argv else 1
 
 
 async def per_call_us(call: Callable[[], Awaitable[Any]], calls: int) -> float:
@@ -60,10 +64,10 @@ async def main() -> None:
     async_fn = compile_function_def({"name": "addAsync", "type": "custom", "operation": "addAsync"}, {}, None)
     args = {"a": 1, "b": 2}
 
-    calls = 1000
+    calls = 1000 // SCALE
     await compare("custom_sync", calls, lambda: invoke_function(sync_fn, args, context=context),
                   lambda: asyncio.to_thread(add, **args))
-    calls = 10000
+    calls = 10000 // SCALE
     await compare("custom_async", calls, lambda: invoke_function(async_fn, args, context=context),
                   lambda: add_async(**args))
 
@@ -78,7 +82,7 @@ async def main() -> None:
         async def raw() -> Any:
             return (await client.get(f"{server.url}/users/7")).json()
 
-        calls = 200
+        calls = 200 // SCALE
         await compare("rest_inline_get", calls, lambda: invoke_function(rest_fn, {"id": 7}, context=context), raw)
     finally:
         await context.aclose()

@@ -188,6 +188,9 @@ class DurableEngine:
         self.executor_id = executor_id
         self.application_version = application_version
         self._launched = False
+        # DBOS's handles on the instances this process started and that are still running: their
+        # result is the task's, awaited directly instead of polling the status row.
+        self._running_handles: dict[str, Any] = {}
 
     @property
     def display_url(self) -> str:
@@ -230,11 +233,16 @@ class DurableEngine:
         instance of a user is labelled with the user's subject key, so erasure and export find it
         without decoding recorded inputs (specs/memory-longterm.md, privacy)."""
         with SetWorkflowID(instance_id), SetWorkflowAttributes(subject_label(request)):
-            await DBOS.start_workflow_async(_instance_workflow, request)
+            handle = await DBOS.start_workflow_async(_instance_workflow, request)
+        task = getattr(handle, "task", None)
+        if isinstance(task, asyncio.Future) and not task.done():
+            handles = self._running_handles
+            handles[instance_id] = handle
+            task.add_done_callback(lambda _: handles.pop(instance_id, None))
 
     async def result(self, instance_id: str) -> Any:
         try:
-            handle = await DBOS.retrieve_workflow_async(instance_id)
+            handle = self._running_handles.get(instance_id) or await DBOS.retrieve_workflow_async(instance_id)
             # Polls the status row; a short interval keeps the latency of small instances low.
             return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
         except DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded:

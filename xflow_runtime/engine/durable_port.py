@@ -38,8 +38,14 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Pending history records that make the next effect flush them first (one write per batch).
+#: Pending history records that make the next effect flush them first (one write per batch),
+#: once :data:`HISTORY_FLUSH_SECONDS` have passed since the last flush…
 HISTORY_BATCH = 32
+#: …so a busy instance writes its history about once a second, not every few effects (a flush
+#: is a step plus a stream row: at 32 records it was an eighth of the writes of a loop of effects).
+HISTORY_FLUSH_SECONDS = 1.0
+#: Pending records that make the next effect flush them however recent the last flush was.
+HISTORY_BATCH_MAX = 1000
 
 
 class DurablePort:
@@ -53,7 +59,8 @@ class DurablePort:
 
     ``history`` (the interpreter's observer buffer) is stored as batches, each written by a step
     named ``xflow.history``: before the instance blocks (sleep, event wait), at its end, and before
-    an effect once :data:`HISTORY_BATCH` records are pending. A replay performs the recorded
+    an effect once :data:`HISTORY_BATCH` records are pending and the last flush is
+    :data:`HISTORY_FLUSH_SECONDS` old (or :data:`HISTORY_BATCH_MAX` are pending). A replay performs the recorded
     flushes (skipped by DBOS: they wrote then) and no others, so it never stores a batch twice;
     records not stored before a crash are reported again by the replay and stored then.
     """
@@ -63,6 +70,7 @@ class DurablePort:
         self.instance_id = instance_id
         self.history = history
         self.order = order or ReplayOrder(instance_id, None)
+        self._flushed_at = time.monotonic()
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
         call = _call(name)
@@ -173,7 +181,7 @@ class DurablePort:
         await order.load()
         if not order.replaying:
             pending = self.history.pending if self.history is not None else 0
-            if pending >= HISTORY_BATCH or (blocking and pending):
+            if (blocking and pending) or self._history_due(pending):
                 await self._store_history()
             if flush_only:
                 return
@@ -184,8 +192,15 @@ class DurablePort:
         assert call is not None
         await order.turn(call.name, call, self._store_history)
 
+    def _history_due(self, pending: int) -> bool:
+        """Live only: a replay performs the recorded flushes, whatever this policy says now."""
+        if pending >= HISTORY_BATCH_MAX:
+            return True
+        return pending >= HISTORY_BATCH and time.monotonic() - self._flushed_at >= HISTORY_FLUSH_SECONDS
+
     async def _store_history(self) -> None:
         batch = self.history.drain() if self.history is not None else []
+        self._flushed_at = time.monotonic()
 
         async def write() -> None:
             if batch:  # from inside the step: DBOS keys it by instance + offset

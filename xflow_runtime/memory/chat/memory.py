@@ -127,11 +127,11 @@ class ChatMemory:
 
         with self._engine.connect() as connection:
             def stream():  # type: ignore[no-untyped-def]
-                for row in repo.newest_first(connection, key, _first_batch(policy)):
-                    raw = row.token_counts.get(counter.encoding)
+                for row in repo.newest_first(connection, key, _first_batch(policy), counter.encoding):
+                    raw = row.tokens
                     if raw is None:  # stored under another model's encoding: count once, cache
                         raw = counter.raw_count(_to_message(row.role, json.loads(row.parts_json)))
-                        missing[row.sequence] = {**row.token_counts, counter.encoding: raw}
+                        missing[row.sequence] = {**json.loads(row.counts_json or "{}"), counter.encoding: raw}
                     read.append(row)
                     yield row.role, counter.scaled(raw)
 

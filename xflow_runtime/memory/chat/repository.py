@@ -79,16 +79,20 @@ def insert_messages(connection: Connection, key: ChatKey, chat_id: str, first_se
         for i, row in enumerate(rows)])
 
 
-def _window_statements() -> tuple[Any, Any]:
-    """The window read, built once (statement construction costs more than the read itself).
-    The chat is found by scope in a subquery; messages are filtered by scope again."""
+def _window_statements(encoding: str) -> tuple[Any, Any]:
+    """The window read for one encoding, built once (statement construction costs more than the
+    read itself). The chat is found by scope in a subquery; messages are filtered by scope
+    again. The row's count under ``encoding`` is taken out of the JSON in SQL and everything
+    else comes back as text: a window decodes only the parts of the messages it keeps (and the
+    stored counts of a row only when that encoding is missing from them)."""
     chat_id = select(_chats.c.id).where(
         _chats.c.tenant_id == bindparam("tenant"), _chats.c.agent_id == bindparam("agent"),
         _chats.c.user_id == bindparam("user"), _chats.c.memory_id == bindparam("memory_id"),
     ).scalar_subquery()
-    # parts come back as JSON text: only the messages kept in the window are decoded
     newest = (select(_messages.c.chat_id, _messages.c.sequence, _messages.c.role,
-                     cast(_messages.c.parts, Text).label("parts_json"), _messages.c.token_counts)
+                     cast(_messages.c.parts, Text).label("parts_json"),
+                     _messages.c.token_counts[encoding].as_integer().label("tokens"),
+                     cast(_messages.c.token_counts, Text).label("counts_json"))
               .where(_messages.c.chat_id == chat_id, _messages.c.tenant_id == bindparam("tenant"),
                      _messages.c.agent_id == bindparam("agent"),
                      _messages.c.user_id == bindparam("user"))
@@ -96,22 +100,26 @@ def _window_statements() -> tuple[Any, Any]:
     return newest, newest.where(_messages.c.sequence < bindparam("before"))
 
 
-_NEWEST, _OLDER = _window_statements()
+_WINDOW_STATEMENTS: dict[str, tuple[Any, Any]] = {}
 
 
-def newest_first(connection: Connection, key: ChatKey, first_batch: int) -> Iterator[Row[Any]]:
+def newest_first(connection: Connection, key: ChatKey, first_batch: int, encoding: str) -> Iterator[Row[Any]]:
     """The chat's messages newest first, read lazily in growing batches over the
-    (chat_id, sequence) primary key."""
+    (chat_id, sequence) primary key; ``row.tokens`` is the count under ``encoding`` (``None``
+    when not stored yet)."""
+    statements = _WINDOW_STATEMENTS.get(encoding)
+    if statements is None:
+        statements = _WINDOW_STATEMENTS.setdefault(encoding, _window_statements(encoding))
     params: dict[str, Any] = {"tenant": key.tenant, "agent": key.agent, "user": key.user,
                               "memory_id": key.memory_id,
                               "batch": max(1, min(first_batch, _MAX_BATCH))}
-    statement = _NEWEST
+    statement = statements[0]
     while True:
         rows = connection.execute(statement, params).all()
         yield from rows
         if len(rows) < params["batch"]:
             return
-        statement = _OLDER
+        statement = statements[1]
         params["before"] = rows[-1].sequence
         params["batch"] = min(params["batch"] * 2, _MAX_BATCH)
 
