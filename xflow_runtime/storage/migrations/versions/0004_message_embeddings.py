@@ -17,7 +17,7 @@ from alembic import op
 from xflow_runtime.storage.longterm_models import EmbeddingType
 
 revision = "0004_message_embeddings"
-down_revision = "0002_longterm_memory"
+down_revision = "0003_service_api_keys"
 branch_labels = None
 depends_on = None
 
