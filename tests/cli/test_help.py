@@ -58,10 +58,11 @@ def test_the_readme_cli_section_matches_the_commands_help() -> None:
         words = line.split()
         command = words[1]
         usage = PARSERS[()].format_help() if command.startswith("-") else PARSERS[(command,)].format_help()
-        if command == "memory":  # its options belong to the sub-commands listed after it
+        if len(words) > 2 and (command, words[2].split("|")[0]) in PARSERS:
+            # a command with sub-commands (memory, keys): its options belong to those listed after it
             subcommands = words[2].split("|")
-            assert set(subcommands) <= {p[1] for p in PARSERS if len(p) > 1 and p[0] == "memory"}
-            usage = "".join(PARSERS[("memory", sub)].format_help() for sub in subcommands)
+            assert set(subcommands) <= {p[1] for p in PARSERS if len(p) > 1 and p[0] == command}
+            usage = "".join(PARSERS[(command, sub)].format_help() for sub in subcommands)
         for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line):
             assert re.search(rf"(?<![\w-]){re.escape(option)}\b", usage), f"README: {command} {option} not in --help"
         if command == "completion":

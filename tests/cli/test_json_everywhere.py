@@ -44,7 +44,7 @@ states:
 """
 
 #: commands whose output is not data: a shell script
-NOT_DATA = {"completion"}
+NOT_DATA = {"completion", "serve"}
 
 
 def _commands(parser, path=()):
@@ -112,7 +112,13 @@ def test_every_command_prints_json_with_the_json_flag(cli, workdir: Path, script
     assert [m["id"] for m in run("memory", "memories", "list", "--agent", "concierge", lines=True)] == [created["id"]]
     assert run("memory", "memories", "delete", str(created["id"]), "--agent", "concierge") == {"deleted": str(created["id"])}
     assert run("memory", "consent", "ann", "--refuse") == {"tenant": "default", "user": "ann", "consent": False}
+    assert run("memory", "export-user", "ann")["user"] == "ann"
     assert run("memory", "erase-user", "ann")["user"] == "ann"
+    assert run("memory", "reindex", "--embedding-model", "openai/text-embedding-3-small",
+               "--api-base", scripted_model.api_base)["memories"] == 0
+    key = run("keys", "create", "--tenant", "acme", "--name", "ops")
+    assert [row["id"] for row in run("keys", "list", "--tenant", "acme", lines=True)] == [key["id"]]
+    assert run("keys", "revoke", key["id"]) == {"revoked": key["id"]}
     assert run("memory", "delete", chat["id"]) == {"chat_id": chat["id"], "deleted_messages": 4}
     assert run("memory", "clear", "m-1") == {"memory_id": "m-1", "deleted_messages": 0}
 

@@ -32,6 +32,7 @@ def register(subparsers: Any, name: str) -> None:
     for sub in (create, listing, revoke):
         sub.add_argument("--db", metavar="URL", default=None,
                          help="the durable store URL given to xflow serve (default $XFLOW_DATABASE_URL)")
+        sub.add_argument("--json", action="store_true", help="print JSON (one object per key)")
     parser.set_defaults(handler=keys_command)
 
 
@@ -48,19 +49,29 @@ def keys_command(args: argparse.Namespace) -> int:
         if args.action == "create":
             expires = None if args.expires_in is None else timedelta(seconds=args.expires_in)
             key, info = store.create(args.tenant, user=args.user, role=args.role, name=args.name, expires_in=expires)
-            print(json.dumps({"key": key, **info.to_dict()}))
+            _show({"key": key, **info.to_dict()}, args.json)
+            if not args.json:
+                print("the key is shown once: store it now", file=sys.stderr)
             return 0
         if args.action == "list":
             for info in store.list(args.tenant):
-                print(json.dumps(info.to_dict()))
+                _show(info.to_dict(), args.json)
             return 0
         if not store.revoke(args.key_id):
             print(f"xflow keys: no active key {args.key_id}", file=sys.stderr)
             return 1
-        print(json.dumps({"revoked": args.key_id}))
+        _show({"revoked": args.key_id}, args.json)
         return 0
     except XFlowError as error:
         print(f"xflow keys: {error}", file=sys.stderr)
         return 2
     finally:
         store.close()
+
+
+def _show(record: dict[str, Any], as_json: bool) -> None:
+    """One key: a JSON object with ``--json``, else ``field: value`` pairs on one line."""
+    if as_json:
+        print(json.dumps(record, default=str))
+    else:
+        print("  ".join(f"{name}: {value}" for name, value in record.items() if value not in (None, "")))

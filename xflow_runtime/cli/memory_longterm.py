@@ -70,6 +70,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
                                  help="write everything stored about a user as one JSON document")
     export.add_argument("user", metavar="USER")
     export.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    export.add_argument("--json", action="store_true", help="accepted for uniformity: the export is always JSON")
     export.set_defaults(handler=_export)
 
     consent = commands.add_parser("consent", parents=[common], help="show or set a user's consent to fact extraction")

@@ -44,7 +44,6 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--key-cache-seconds", type=float, default=5.0,
                         help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
-    parser.add_argument("--log-level", default="info")
     parser.set_defaults(handler=serve_command)
 
 
@@ -111,9 +110,11 @@ def serve_command(args: argparse.Namespace) -> int:
     except (XFlowError, OSError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level.upper(), format="%(message)s")
+    # The command-wide --log-level / -v (cli/main.py) also sets uvicorn's level; INFO by default.
+    level = getattr(args, "log_level", None) or "INFO"
+    logging.basicConfig(level=level, format="%(message)s")
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=level.lower(), access_log=False,
                             timeout_graceful_shutdown=max(1, int(args.drain_seconds)), server_header=False)
     server = _draining_server(uvicorn, config, app.state.xflow)
     context: Any = nullcontext()
