@@ -97,7 +97,10 @@ async def test_jvm_only_operation_is_function_not_found_naming_the_operation(con
 
 async def test_a_registered_python_implementation_replaces_the_jvm_one() -> None:
     registry = FunctionRegistry()
-    registry.register("isEven", lambda number: {"even": number % 2 == 0})
+    def is_even(*, number: int) -> dict[str, bool]:  # keyword-only: receives the member (specs/functions.md §3)
+        return {"even": number % 2 == 0}
+
+    registry.register("isEven", is_even)
     async with FunctionContext(registry=registry) as context:
         fn = custom("isEven", "service:java:org.acme.EvenService::isEven")
         assert await invoke_function(fn, {"number": 4}, context=context) == {"even": True}

@@ -5,6 +5,6 @@ from __future__ import annotations
 import time
 
 
-def sleep_long(seconds: float) -> float:
+def sleep_long(*, seconds: float) -> float:
     time.sleep(seconds)
     return seconds

@@ -54,11 +54,12 @@ def test_the_openapi_document_is_served_and_matches_the_checked_in_one(service) 
 
 def test_keys_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'x.sqlite'}"
-    created = xflow("keys", "create", "--tenant", "acme", "--role", "user", "--user", "ann", "--db", db)
+    created = xflow("keys", "create", "--tenant", "acme", "--role", "user", "--user", "ann", "--db", db, "--json")
     assert created.returncode == 0, created.stderr
     record = json.loads(created.stdout)
     assert record["key"].startswith("xfk_") and record["tenant"] == "acme" and record["user"] == "ann"
-    listed = [json.loads(line) for line in xflow("keys", "list", "--db", db).stdout.splitlines()]
+    listed = [json.loads(line) for line in xflow("keys", "list", "--db", db, "--json").stdout.splitlines()]
+    assert "ann" in xflow("keys", "list", "--db", db).stdout  # text for people without --json
     assert [k["id"] for k in listed] == [record["id"]] and "key" not in listed[0]
     assert xflow("keys", "revoke", record["id"], "--db", db).returncode == 0
     assert xflow("keys", "revoke", record["id"], "--db", db).returncode == 1

@@ -158,7 +158,7 @@ class DurableSubjects:
 
     def _sql(self) -> Engine:
         if self._engine is None:
-            self._engine = create_database_engine(self.url)
+            self._engine = create_database_engine(self.url, wal=False)  # DBOS owns its file's journal mode
         return self._engine
 
     def _schema(self) -> str | None:

@@ -99,6 +99,10 @@ class JsonPathExpression:
     async def path_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> list[str | int]:
         return self.path(data, variables)
 
+    def path_in_process(self, data: Any) -> list[str | int]:
+        """The lint's path probe: a JSONPath is always evaluated in-process."""
+        return self.path(data)
+
     def _find(self, data: Any, variables: Mapping[str, Any] | None) -> list[Any]:
         start = data if self._root is None else (variables or {}).get(self._root)
         try:

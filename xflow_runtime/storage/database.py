@@ -45,15 +45,16 @@ def _normalise_url(url: str) -> Any:
     return parsed
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        if wal:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -62,8 +63,10 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}")
 
 
-def create_database_engine(url: str) -> Engine:
-    """An engine for ``url`` (not migrated; see :func:`open_database`)."""
+def create_database_engine(url: str, *, wal: bool = True) -> Engine:
+    """An engine for ``url`` (not migrated; see :func:`open_database`). ``wal=False`` leaves a
+    SQLite file's journal mode alone: DBOS's store is not ours to convert, and switching it to WAL
+    needs a lock a running DBOS in the same process may hold ("database is locked")."""
     parsed = _normalise_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
@@ -82,7 +85,7 @@ def create_database_engine(url: str) -> Engine:
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
         raise DatabaseError(f"cannot open database {parsed.render_as_string()}: {exc}") from None
     if engine.dialect.name == "sqlite":
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, wal=wal)
     return engine
 
 
