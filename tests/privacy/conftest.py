@@ -107,7 +107,35 @@ async def seed(stores: Stores, workflow: Path, llm: LLMSettings) -> Runtime:
                     for job in await memory.extraction_jobs(MemoryScope(TENANT, "concierge", user))]
         return statuses == ["done"] * 3
     await eventually(extracted)
+    await settled(stores.durable_url, "erase-b")
     return runtime
+
+
+async def settled(durable_url: str, instance_id: str, quiet_s: float = 1.0) -> None:
+    """Wait until a waiting instance has recorded its last step before blocking (its step count
+    stays the same for ``quiet_s``), so counts taken now are what an erasure will find."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(durable_url)
+    table = "operation_outputs" if engine.dialect.name == "sqlite" else "dbos.operation_outputs"
+
+    def steps() -> int:
+        with engine.connect() as connection:
+            return connection.execute(text(f"SELECT count(*) FROM {table} WHERE workflow_uuid = :id"),
+                                      {"id": instance_id}).scalar_one()
+    try:
+        last, stable_since = -1, 0.0
+        loop = asyncio.get_running_loop()
+        for _ in range(2400):
+            count = await asyncio.to_thread(steps)
+            if count != last:
+                last, stable_since = count, loop.time()
+            elif loop.time() - stable_since >= quiet_s:
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"instance {instance_id} kept recording steps")
+    finally:
+        engine.dispose()
 
 
 async def _has_reply(stores: Stores, reply: str) -> bool:
