@@ -22,25 +22,23 @@ PHRASE = "quokkazanzibar"      # what the erased user said: must leave no trace
 OTHER_PHRASE = "marmotcobalt"  # what the other user said: must stay
 ERASED, KEPT, TENANT = "u-erase-1", "u-keep-2", "acme"
 
-WORKFLOW = """
-id: privacy-chat
-specVersion: '0.8'
-start: chat
-states:
-  - name: chat
-    type: aiagent
-    agentName: concierge
-    aiModel: gpt-4o
-    userMessage: '${ .message }'
-    memory: {scope: user, maxMessages: 20}
-    longTermMemory: {enabled: true}
-    factExtraction: {enabled: true, model: extractor, minUserTurns: 1}
-    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, required: [response]}}
-    agentOutcomes:
-      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}
-      - {finish: false}
-    end: true
-"""
+
+
+def agent_workflow(workflow_id: str, *settings: str) -> str:
+    """One ``aiagent`` state with chat memory in user scope (plus ``settings`` lines) that
+    finishes when the reply says ``done: true`` and otherwise waits for the next message."""
+    extra = "".join(f"    {line}\n" for line in settings)
+    return (f"id: {workflow_id}\nspecVersion: '0.8'\nstart: chat\nstates:\n  - name: chat\n    type: aiagent\n"
+            "    agentName: concierge\n    aiModel: gpt-4o\n    userMessage: '${ .message }'\n"
+            f"    memory: {{scope: user, maxMessages: 20}}\n{extra}"
+            "    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, "
+            "required: [response]}}\n    agentOutcomes:\n"
+            "      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}\n"
+            "      - {finish: false}\n    end: true\n")
+
+
+WORKFLOW = agent_workflow("privacy-chat", "longTermMemory: {enabled: true}",
+                          "factExtraction: {enabled: true, model: extractor, minUserTurns: 1}")
 
 REMEMBER = {"name": "memory_write", "arguments": {"title": "Locker", "content": f"Locker code {PHRASE}"}}
 SCRIPT = {
@@ -78,7 +76,7 @@ class Stores:
         return sorted({self.durable_url, self.memory_url})
 
 
-async def eventually(condition: Callable[[], Awaitable[bool]], timeout_s: float = 60.0) -> None:
+async def eventually(condition: Callable[[], Awaitable[bool]], timeout_s: float = 180.0) -> None:
     for _ in range(int(timeout_s / 0.05)):
         if await condition():
             return
@@ -95,11 +93,11 @@ async def seed(stores: Stores, workflow: Path, llm: LLMSettings) -> Runtime:
     plan = runtime.load(workflow)
     finished = await runtime.start(plan, {"message": f"please remember {PHRASE}"}, instance_id="erase-a",
                                    tenant=TENANT, user=ERASED)
-    await finished.result(timeout=60)
+    await finished.result(timeout=180)
     await runtime.start(plan, {"message": f"hold on, {PHRASE}"}, instance_id="erase-b", tenant=TENANT, user=ERASED)
     kept = await runtime.start(plan, {"message": f"I like {OTHER_PHRASE}"}, instance_id="keep-a",
                                tenant=TENANT, user=KEPT)
-    await kept.result(timeout=60)
+    await kept.result(timeout=180)
     await eventually(lambda: _has_reply(stores, f"Waiting, {PHRASE}"))
     await runtime.send_event({"type": "note", "source": "/test", "data": {"text": PHRASE}}, instance_id="erase-b")
     memory = await runtime._services.long_term_memory.memory()
@@ -109,7 +107,35 @@ async def seed(stores: Stores, workflow: Path, llm: LLMSettings) -> Runtime:
                     for job in await memory.extraction_jobs(MemoryScope(TENANT, "concierge", user))]
         return statuses == ["done"] * 3
     await eventually(extracted)
+    await settled(stores.durable_url, "erase-b")
     return runtime
+
+
+async def settled(durable_url: str, instance_id: str, quiet_s: float = 1.0) -> None:
+    """Wait until a waiting instance has recorded its last step before blocking (its step count
+    stays the same for ``quiet_s``), so counts taken now are what an erasure will find."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(durable_url)
+    table = "operation_outputs" if engine.dialect.name == "sqlite" else "dbos.operation_outputs"
+
+    def steps() -> int:
+        with engine.connect() as connection:
+            return connection.execute(text(f"SELECT count(*) FROM {table} WHERE workflow_uuid = :id"),
+                                      {"id": instance_id}).scalar_one()
+    try:
+        last, stable_since = -1, 0.0
+        loop = asyncio.get_running_loop()
+        for _ in range(2400):
+            count = await asyncio.to_thread(steps)
+            if count != last:
+                last, stable_since = count, loop.time()
+            elif loop.time() - stable_since >= quiet_s:
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"instance {instance_id} kept recording steps")
+    finally:
+        engine.dispose()
 
 
 async def _has_reply(stores: Stores, reply: str) -> bool:

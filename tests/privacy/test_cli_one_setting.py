@@ -14,31 +14,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
+from tests.privacy.conftest import agent_workflow
 from tests.privacy.scan import traces
 from xflow_runtime.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PHRASE = "wombatlighthouse"
 
-WORKFLOW = """
-id: cli-privacy
-specVersion: '0.8'
-start: chat
-states:
-  - name: chat
-    type: aiagent
-    agentName: concierge
-    aiModel: gpt-4o
-    userMessage: '${ .message }'
-    memory: {scope: user, maxMessages: 20}
-    longTermMemory: {enabled: true}
-    output: {schema: {type: object, properties: {response: {type: string}}, required: [response]}}
-    agentOutcomes: [{finish: true}]
-    end: true
-"""
+WORKFLOW = agent_workflow("cli-privacy", "longTermMemory: {enabled: true}")
 
 SCRIPT = [{"tool_calls": [{"name": "memory_write", "arguments": {"title": "Lighthouse", "content": PHRASE}}]},
-          {"json": {"response": f"Noted {PHRASE}"}}]
+          {"json": {"response": f"Noted {PHRASE}", "done": True}}]
 
 
 def memory(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -5,6 +5,7 @@ there; a second erasure deletes nothing; export before and after."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -102,6 +103,24 @@ async def test_erasure_leaves_no_trace_in_either_store(stores: Stores, workflow:
     again = await erase_user(ERASED, tenant=TENANT, database_url=stores.url)
     assert again.total == 0 and again.cancelled_instances == ()
     assert again.erasure_epoch == receipt.erasure_epoch + 1
+    if stores.url.startswith("sqlite"):  # nor in the files' bytes (freed pages, WAL)
+        for url in stores.scan_urls():
+            path = Path(url.removeprefix("sqlite:///"))
+            for file in (path, path.with_name(path.name + "-wal")):
+                if file.exists():
+                    content = file.read_bytes()
+                    assert not [form for form in encoded_forms(PHRASE) if form in content], file
+
+
+def encoded_forms(phrase: str) -> list[bytes]:
+    """``phrase`` as stored in clear, and as it shows inside DBOS's base64 text at each of the
+    three alignments (the characters that depend on the phrase's bytes alone)."""
+    raw = phrase.encode()
+    forms = [raw]
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + raw)
+        forms.append(encoded[4 if offset else 0:-4])
+    return forms
 
 
 async def test_export_then_erase_then_export_is_empty(stores: Stores, workflow: Path, llm) -> None:

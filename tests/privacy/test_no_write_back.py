@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.privacy.conftest import ERASED, PHRASE, TENANT, Stores
+from tests.privacy.conftest import ERASED, PHRASE, TENANT, Stores, agent_workflow
 from tests.privacy.scan import traces
 from xflow_runtime import erase_user
 from xflow_runtime.errors import WorkflowFailed, XFlowError
@@ -44,7 +44,7 @@ async def test_a_durable_step_in_flight_during_the_erasure_writes_nothing_back(s
 
     def slow(said: str) -> dict[str, str]:
         entered.set()
-        release.wait(30)
+        release.wait(120)
         return {"echo": said}  # the step's result names the user's words
 
     workflow = tmp_path / "slow.yaml"
@@ -52,11 +52,11 @@ async def test_a_durable_step_in_flight_during_the_erasure_writes_nothing_back(s
     async with Runtime("durable", database_url=stores.url, functions={"slow": slow}) as runtime:
         handle = await runtime.start(runtime.load(workflow), {"said": PHRASE}, instance_id="in-flight",
                                      tenant=TENANT, user=ERASED)
-        assert await asyncio.to_thread(entered.wait, 30)
+        assert await asyncio.to_thread(entered.wait, 120)
         receipt = await erase_user(ERASED, tenant=TENANT, database_url=stores.url)
         release.set()  # the step completes after its instance was cancelled and erased
         with pytest.raises((WorkflowFailed, XFlowError)):
-            await handle.result(timeout=30)
+            await handle.result(timeout=120)
     assert receipt.cancelled_instances == ("in-flight",)
     assert receipt.store("durable").deleted["workflow_input"] == 1
     for url in stores.scan_urls():
@@ -65,23 +65,7 @@ async def test_a_durable_step_in_flight_during_the_erasure_writes_nothing_back(s
     assert again.total == 0
 
 
-AGENT = """
-id: waiting-agent
-specVersion: '0.8'
-start: chat
-states:
-  - name: chat
-    type: aiagent
-    agentName: concierge
-    aiModel: gpt-4o
-    userMessage: '${ .message }'
-    memory: {scope: user, maxMessages: 20}
-    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, required: [response]}}
-    agentOutcomes:
-      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}
-      - {finish: false}
-    end: true
-"""
+AGENT = agent_workflow("waiting-agent")
 
 
 async def test_an_instance_started_before_the_erasure_cannot_write_the_user_back(scripted_model, tmp_path: Path) -> None:
@@ -100,7 +84,7 @@ async def test_an_instance_started_before_the_erasure_cannot_write_the_user_back
         await erase_user(ERASED, tenant=TENANT, database_url=url)
         await runtime.send_message("before", f"my code is {PHRASE}")
         with pytest.raises(WorkflowFailed, match="erased"):
-            await handle.result(timeout=30)
+            await handle.result(timeout=120)
     assert traces(locate(url).memory_url, [PHRASE, ERASED]) == {}
 
 
@@ -128,9 +112,33 @@ async def test_memory_writers_compare_the_epoch_they_started_under(tmp_path: Pat
     chat.close()
 
 
-async def _until(condition: Any, timeout_s: float = 30.0) -> None:
+async def _until(condition: Any, timeout_s: float = 120.0) -> None:
     for _ in range(int(timeout_s / 0.05)):
         if condition():
             return
         await asyncio.sleep(0.05)
     raise AssertionError("timed out")
+
+
+def test_an_erasure_that_cannot_reach_a_store_fails_loudly_and_a_retry_completes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from xflow_runtime.cli.main import main
+
+    store = tmp_path / "xflow.sqlite"
+    url = f"sqlite:///{store}"
+    chat = ChatMemory.open(locate(url).memory_url)
+    scope = ChatScope(agent="concierge", user=ERASED, tenant=TENANT, mode="user")
+    chat.append_turn_sync(scope, [{"role": "user", "content": PHRASE}], model="gpt-4o")
+    chat.close()
+    store.write_bytes(b"this is not a database" * 100)  # the durable store cannot be read
+
+    with pytest.raises(XFlowError, match="durable store"):
+        asyncio.run(erase_user(ERASED, tenant=TENANT, database_url=url))
+    assert main(["memory", "erase-user", ERASED, "--tenant", TENANT, "--db", url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("xflow memory: cannot read the durable store") and "Traceback" not in err
+
+    store.unlink()  # the store is reachable again (here: gone, so it holds nothing)
+    retried = asyncio.run(erase_user(ERASED, tenant=TENANT, database_url=url))
+    assert retried.store("durable").present is False and retried.total == 0  # memory went on the first try
+    assert traces(locate(url).memory_url, [PHRASE, ERASED]) == {}

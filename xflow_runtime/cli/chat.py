@@ -9,8 +9,8 @@ when an outcome finishes the conversation and the workflow ends, its output is p
 ``--memory-id ID`` adds ``memoryId`` to the input, for workflows whose ``memory.memoryId`` is
 ``${ .memoryId }``; ``--llm-script FILE`` answers from a reply script instead of a provider.
 The instance runs in process, but its chat memory is persistent: the chat-memory database of
-``--db URL`` (default ``$XFLOW_DATABASE_URL``, else ``./.xflow/xflow.db``; the rule is
-``runtime.memory.chat_memory_url``), so a later ``xflow chat --memory-id ID`` continues the
+``--db URL`` as ``xflow run`` reads it (default ``$XFLOW_DATABASE_URL``, else ``./.xflow/``; the
+rule is :mod:`xflow_runtime.settings`), so a later ``xflow chat --memory-id ID`` continues the
 conversation. ``--ephemeral`` keeps the history in the instance only. ``--tenant``/``--user``
 scope the memory; ``--workflow FILE`` registers subflows.
 On a terminal, lines are edited with readline (arrows, Ctrl-R) and kept in a history file
@@ -46,7 +46,9 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE",
                         help="a value for $SECRETS.NAME; repeatable")
     parser.add_argument("--db", metavar="URL", default=None,
-                        help="where chat memory lives (default $XFLOW_DATABASE_URL, else ./.xflow/xflow.db)")
+                        help="the store as for xflow run (default $XFLOW_DATABASE_URL, else SQLite under "
+                             "./.xflow/); chat memory is xflow.db beside a SQLite store, or in the "
+                             "PostgreSQL database")
     parser.add_argument("--ephemeral", action="store_true", help="keep the history in the instance only")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line: {reply} for each answer, {output} at the end")

@@ -1,7 +1,8 @@
 """``xflow memory …``: manage chat histories (and, later, long-term memories).
 
 Every sub-command finds memory by the one rule of :mod:`xflow_runtime.settings` (``--db`` means
-what it means to ``xflow run``) and never creates a store. Sub-commands come from provider modules, each exposing ``add_commands(subparsers, common)``;
+what it means to ``xflow run``) and never creates a store. Sub-commands come from provider
+modules, each exposing ``add_commands(subparsers, common)``;
 ``common`` is a parent parser holding the options every memory sub-command shares (``--db``,
 ``--tenant``). To add ``memories``, ``erase-user`` or ``consent``, write such a module and add
 its name to :data:`PROVIDERS`.

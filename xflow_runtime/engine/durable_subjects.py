@@ -3,13 +3,13 @@
 Instances are found by the subject label ``DurableEngine.start`` attaches to every instance of a
 user (a DBOS workflow attribute holding :func:`~xflow_runtime.privacy.subject.subject_key`), read
 with SQL on ``workflow_status.attributes`` (DBOS's attribute filter exists only on PostgreSQL):
-nothing recorded is decoded to find them. Running or waiting instances are cancelled through DBOS (``cancel_workflows``: DBOS
-then refuses every later write of those executions, including a step in flight); then every row
-of the instances is deleted with SQL on DBOS's system tables (:data:`INSTANCE_TABLES`) in one
-transaction, so the receipt counts what that transaction deleted. DBOS's ``delete_workflows``
-deletes the same rows but returns no counts and, on SQLite, leaves the text in freed pages; we
-delete with ``secure_delete`` on. The table and column names are DBOS's storage format, pinned by
-``tests/privacy/test_durable_tables.py``: check them when upgrading DBOS.
+nothing recorded is decoded to find them. Running or waiting instances are cancelled through DBOS
+(``cancel_workflows``: DBOS then refuses every later write of those executions, including a step in
+flight); then every row of the instances is deleted with SQL on DBOS's system tables
+(:data:`INSTANCE_TABLES`) in one transaction, so the receipt counts what that transaction deleted.
+DBOS's ``delete_workflows`` deletes the same rows but returns no counts and, on SQLite, leaves the
+text in freed pages; we delete with ``secure_delete`` on. The table and column names are DBOS's
+storage format, pinned by ``tests/privacy/test_durable_tables.py``: check them when upgrading DBOS.
 
 Importing this module imports DBOS: only erasure and export import it.
 """

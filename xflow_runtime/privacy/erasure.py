@@ -104,6 +104,9 @@ def _erase_memory(url: str, tenant: str, user: str) -> tuple[StoreErasure, int |
     try:
         with write_transaction(engine) as connection:
             counts, epoch = privacy.erase(connection, tenant, user)
+        if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
+            with engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         engine.dispose()
     return StoreErasure("memory", location, True, counts), epoch

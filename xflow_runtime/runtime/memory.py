@@ -41,9 +41,14 @@ class LazyChatMemory:
 
     async def erasure_epoch(self, tenant: str, user: str) -> int:
         """The user's erasure epoch (0 when never erased, or when no memory store exists yet:
-        reading it creates nothing)."""
-        return await asyncio.to_thread(_read_epoch, self._memory.engine if self._memory else None,
-                                       self.url, tenant, user)
+        looking creates nothing). Once the store exists it is opened, for this and later reads."""
+        if self._memory is None:
+            from xflow_runtime.storage.database import database_exists
+
+            if not await asyncio.to_thread(database_exists, self.url):
+                return 0
+        memory = await self.memory()
+        return await asyncio.to_thread(_read_epoch, memory.engine, tenant, user)
 
     @property
     def opened(self) -> bool:
@@ -61,19 +66,11 @@ class LazyChatMemory:
             memory.close()
 
 
-def _read_epoch(engine: Any, url: str, tenant: str, user: str) -> int:
-    from xflow_runtime.memory.longterm.privacy import read_subject
-    from xflow_runtime.storage.database import open_existing_database
 
-    own = engine is None
-    engine = engine or open_existing_database(url)
-    if engine is None:
-        return 0
-    try:
-        with engine.connect() as connection:
-            _, epoch = read_subject(connection, tenant, user)
-            connection.rollback()
-        return epoch
-    finally:
-        if own:
-            engine.dispose()
+def _read_epoch(engine: Any, tenant: str, user: str) -> int:
+    from xflow_runtime.memory.longterm.privacy import read_subject
+
+    with engine.connect() as connection:
+        _, epoch = read_subject(connection, tenant, user)
+        connection.rollback()
+    return epoch

@@ -107,10 +107,9 @@ def open_database(url: str | None = None) -> Engine:
     return engine
 
 
-def open_existing_database(url: str) -> Engine | None:
-    """An engine for the memory store at ``url`` if it holds our tables (migrated to the latest
-    revision), else ``None`` — nothing is created: a SQLite file that does not exist stays absent
-    and a database without our tables gets none. For commands that manage stored data."""
+def database_exists(url: str) -> bool:
+    """Whether ``url`` holds our tables. Creates nothing: a SQLite file that does not exist stays
+    absent, and a database without our tables gets none."""
     from sqlalchemy import inspect
 
     from xflow_runtime.settings import sqlite_path
@@ -118,16 +117,21 @@ def open_existing_database(url: str) -> Engine | None:
 
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        return None
+        return False
     engine = create_database_engine(url)
     try:
-        present = inspect(engine).has_table(VERSION_TABLE)
+        return inspect(engine).has_table(VERSION_TABLE)
     except Exception as exc:
-        engine.dispose()
         raise DatabaseError(f"cannot open database {engine.url.render_as_string()}: "
                             f"{type(exc).__name__}: {exc}") from exc
-    engine.dispose()
-    return open_database(url) if present else None
+    finally:
+        engine.dispose()
+
+
+def open_existing_database(url: str) -> Engine | None:
+    """An engine for the memory store at ``url`` if it holds our tables (migrated to the latest
+    revision), else ``None`` (see :func:`database_exists`). For commands that manage stored data."""
+    return open_database(url) if database_exists(url) else None
 
 
 @contextmanager

@@ -82,7 +82,7 @@ class ChatMemory:
     @classmethod
     def open(cls, url: str | None = None) -> "ChatMemory":
         """Open (and on first use create/migrate) the database at ``url``; default
-        ``$XFLOW_DATABASE_URL`` or ``sqlite:///./.xflow/xflow.db``."""
+        memory's place by the one rule of :mod:`xflow_runtime.settings` (``./.xflow/xflow.db``)."""
         return cls(open_database(url))
 
     @property

@@ -356,8 +356,10 @@ class LongTermMemory:
         return (await asyncio.to_thread(self._read, lambda c: privacy.read_subject(c, tenant, user)))[0]
 
     async def erase_user(self, tenant: str, user: str) -> ErasureReceipt:
-        """GDPR erasure of a user in a tenant, across every agent: chats, messages, memories,
-        facts, embeddings, extraction jobs. Idempotent; in-flight extraction cannot write back."""
+        """Erasure of a user in this memory store only, across every agent: chats, messages,
+        memories, facts, embeddings, extraction jobs. Idempotent; in-flight extraction cannot
+        write back. GDPR erasure of everything (the durable store too) is
+        :func:`xflow_runtime.erase_user`."""
         _check_user(tenant, user)
         counts, epoch = await asyncio.to_thread(self._write, lambda c: privacy.erase(c, tenant, user))
         _log.info("erased a user in tenant %r: %s", tenant, counts)
