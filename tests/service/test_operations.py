@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +81,8 @@ def test_a_restart_mid_conversation_continues_it(tmp_path: Path, model_server) -
             assert started["status"] == "waiting"
             assert client.post(f"/v1/instances/{started['id']}/messages", json={"text": "one"}).json()["turn"] == 2
     finally:
-        assert first.stop() == 0  # SIGTERM drains and exits cleanly
+        # SIGTERM drains; uvicorn re-raises the signal after its graceful shutdown
+        assert first.stop() in (0, -signal.SIGTERM) and "Traceback" not in first.log.read_text()
     second = ServiceProcess(WORKFLOWS, db, llm_api_base=model_server.api_base, auth="none").start()
     try:
         with httpx.Client(base_url=second.url, timeout=60) as client:
