@@ -123,7 +123,10 @@ async def over_http(folder: Path, api_base: str, sessions: int, messages: int) -
                 except httpx.HTTPError:
                     pass
                 await asyncio.sleep(0.5)
-            await client.get("/v1/workflows")
+            # one conversation first: the first LLM call loads the provider SDK (tens of MB)
+            warm = await client.post("/v1/workflows/bench-chat/instances", json={"message": "hi"},
+                                     headers={"Prefer": "wait=60"})
+            await client.post(f"/v1/instances/{warm.json()['id']}/messages", json={"text": "warm"})
             baseline = rss_kib(server.pid)
             ready = asyncio.Event()
             started_count = 0

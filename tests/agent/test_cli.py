@@ -55,7 +55,9 @@ def test_chat_in_the_terminal_until_the_agent_finishes(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.replace("you> ", "").splitlines()
     assert lines[:2] == ["agent> Good evening! How can I help you?", "agent> Your table for two is booked at 8pm."]
-    assert json.loads(lines[2])["farewell"] == "Enjoy your stay, goodbye!"
+    # the last answer streams too, before the output (it used to be shown only inside the output)
+    assert lines[2] == "agent> Enjoy your stay, goodbye!"
+    assert json.loads(lines[3])["farewell"] == "Enjoy your stay, goodbye!"
 
 
 async def test_chat_quits_on_end_of_input_and_prints_nothing_more(scripted_model, tmp_path):
@@ -74,3 +76,31 @@ async def test_chat_quits_on_end_of_input_and_prints_nothing_more(scripted_model
     assert code == 0
     assert out.getvalue() == "you> agent> Good evening!\nyou> \n"
     assert scripted_model.chat_requests[0].messages[-1] == {"role": "user", "content": "Hello"}
+
+
+async def test_chat_writes_the_reply_as_the_model_streams_it(scripted_model):
+    import io
+
+    from xflow_runtime.cli.chat import Chat
+    from xflow_runtime.llm.client import LLMSettings, configure_default_client
+
+    class Writes(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pieces: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.pieces.append(text)
+            return super().write(text)
+
+    scripted_model.set_script([{"json": {"response": "Good evening! How can I help?"}}])
+    configure_default_client(LLMSettings(api_base=scripted_model.api_base))
+    try:
+        out = Writes()
+        await Chat(io.StringIO("Hello\n"), out).run(ROOT / "workflows/concierge-chat.yaml", {}, {})
+    finally:
+        configure_default_client(None)
+    assert out.getvalue() == "you> agent> Good evening! How can I help?\nyou> \n"
+    reply_pieces = out.pieces[out.pieces.index("agent> ") + 1:out.pieces.index("\n")]
+    assert len(reply_pieces) >= 2 and "".join(reply_pieces) == "Good evening! How can I help?"
+    assert scripted_model.chat_requests[0].body.get("stream") is True

@@ -56,6 +56,7 @@ class ServiceProcess:
             command += ["--llm-api-base", self.llm_api_base]
         env = {**os.environ, "PYTHONPATH": str(ROOT), JWT_ENV: JWT_SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         self.log = Path(self.db_url.replace("sqlite:///", "")).parent / f"serve-{self.port}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(command, env=env, cwd=str(ROOT), stdout=open(self.log, "wb"),
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

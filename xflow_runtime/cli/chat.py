@@ -133,26 +133,27 @@ class Chat:
         self.as_json = as_json
         self.read_line = read_line
         self.replies: asyncio.Queue[str] = asyncio.Queue()
-        self._streamed = ""    # reply text shown token by token in this turn
-        self._step_text = ""   # text of the LLM call being streamed
-        self._showing = False  # whether that call's text is being shown (not JSON)
+        self._streamed = ""  # reply text shown token by token in this turn
+        self._decoders: dict[str, Any] = {}  # LLM call (step) → its ResponseText
 
     def _on_tokens(self, instance_id: str, step: str, delta: str, done: bool) -> None:
-        """Plain-text answers appear as the model writes them; a structured (JSON) answer is
-        shown once, as its ``response``, when the turn ends."""
+        """The reply appears as the model writes it (the ``response`` of its JSON answer)."""
+        from xflow_runtime.agent.reply_stream import ResponseText
+
         if done:
-            self._step_text, self._showing = "", False
+            self._decoders.pop(step, None)
             return
-        if not self._step_text and not self._showing:
-            self._showing = not self.as_json and not delta.lstrip().startswith(("{", "["))
-            if self._showing:
-                self._streamed = ""
-                self.writer.write("agent> ")
-        self._step_text += delta
-        if self._showing:
-            self._streamed += delta
-            self.writer.write(delta)
-            self.writer.flush()
+        if self.as_json:  # replies are printed whole, as JSON lines
+            return
+        decoder = self._decoders.setdefault(step, ResponseText())
+        text = decoder.feed(delta)
+        if not text:
+            return
+        if not self._streamed:
+            self.writer.write("agent> ")
+        self._streamed += text
+        self.writer.write(text)
+        self.writer.flush()
 
     def _on_history(self, record: dict[str, Any]) -> None:
         if record.get("event") == "agent_reply":
@@ -178,13 +179,14 @@ class Chat:
                     reply.cancel()
                     return self._finish(result)
                 text = reply.result()
+                shown, self._streamed = self._streamed, ""
                 if self.as_json:
                     self._say(json.dumps({"reply": text}, ensure_ascii=False))
-                elif self._streamed and self._streamed.strip() == text.strip():
-                    self._say("")  # already shown token by token
                 else:
-                    self._say(f"agent> {text}")
-                self._streamed = ""
+                    if shown:
+                        self._say("")  # ends the line written token by token
+                    if shown.strip() != text.strip():  # e.g. a repaired answer: show the final one
+                        self._say(f"agent> {text}")
                 text = await self._ask()
                 if text is None:
                     result.cancel()
@@ -211,6 +213,9 @@ class Chat:
         return None if text.strip() == QUIT else text
 
     def _finish(self, result: "asyncio.Future[Any]") -> int:
+        if self._streamed:  # the last reply was written token by token
+            self._streamed = ""
+            self._say("")
         try:
             output = result.result()
         except WorkflowFailed as failure:

@@ -89,6 +89,12 @@ def _litellm() -> Any:
     return _litellm_module
 
 
+def preload() -> None:
+    """Import litellm now (seconds of CPU): a server does it at startup, off its event loop,
+    instead of in the first LLM call."""
+    _litellm()
+
+
 def model_for_endpoint(model: str) -> str:
     """The litellm model name for a call to one OpenAI-compatible endpoint (``api_base``): the
     name as written, provider ``openai`` (a ``provider/`` prefix is dropped). Shared with the

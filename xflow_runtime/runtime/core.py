@@ -26,6 +26,7 @@ from xflow_runtime.runtime import execution
 from xflow_runtime.runtime.handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
 from xflow_runtime.interpreter.services import DEFAULT_TENANT, Identity
 from xflow_runtime.runtime.memory import chat_memory_url
+from xflow_runtime.runtime.options import llm_client, long_term_options
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
@@ -104,8 +105,8 @@ class Runtime:
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
         self.evaluation_limits = evaluation_limits
-        self.llm = _llm_client(llm)
-        self.long_term_options = _long_term_options(long_term)
+        self.llm = llm_client(llm)
+        self.long_term_options = long_term_options(long_term)
         self.chat_memory_url: str | None = None
         if isinstance(chat_memory, str):
             self.chat_memory_url = chat_memory
@@ -371,26 +372,6 @@ class Runtime:
         if self.on_instance_history is not None:
             listeners.append(functools.partial(self.on_instance_history, instance_id))
         return listeners
-
-
-def _llm_client(llm: "LLMSettings | LLMClient | None") -> "LLMClient | None":
-    """One client per runtime (an ``LLMSettings`` is turned into a client once, here)."""
-    if llm is None:
-        return None
-    from xflow_runtime.llm.client import LLMClient, LLMSettings
-
-    return LLMClient(llm) if isinstance(llm, LLMSettings) else llm
-
-
-def _long_term_options(options: "LongTermOptions | None") -> "LongTermOptions | None":
-    """Checked here, so a wrong value fails at construction, not when the first agent runs."""
-    if options is None:
-        return None
-    from xflow_runtime.memory.longterm import LongTermOptions
-
-    if not isinstance(options, LongTermOptions):
-        raise TypeError(f"long_term must be a LongTermOptions, not {type(options).__name__}")
-    return options
 
 
 async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:

@@ -36,10 +36,11 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
 
         raise XFlowError("the service runs a durable runtime (Runtime('durable', …))")
     metrics = ServiceMetrics()
+    hub = LiveHub()
     state = ServiceState(runtime=runtime, catalog=WorkflowCatalog(runtime, workflows), auth=auth,
-                         hub=LiveHub(), metrics=metrics, options=options or ServiceOptions())
-    state.hub = LiveHub(on_new_record=_metrics_feed(state))
-    _wire(runtime, state.hub)
+                         hub=hub, metrics=metrics, options=options or ServiceOptions())
+    hub.on_new_record = _metrics_feed(state)
+    _wire(runtime, hub)
     app = FastAPI(title="xflow-runtime", version=API_VERSION, lifespan=_lifespan, docs_url=None, redoc_url=None,
                   description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
     app.state.xflow = state

@@ -60,13 +60,15 @@ class _Instance:
 
 
 class LiveHub:
-    def __init__(self, *, on_new_record: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+    def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._subscribers: dict[str, set[Subscription]] = {}
         self._instances: dict[str, _Instance] = {}
         self._ended: deque[str] = deque(maxlen=ENDED_KEPT)
-        self._on_new_record = on_new_record
+        #: Sees each record once per process (a record replayed after a restart counts again in the
+        #: new process): the metrics feed.
+        self.on_new_record: Callable[[str, dict[str, Any]], None] | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -92,8 +94,8 @@ class LiveHub:
             state.max_seq = seq
             state.recent.append(record)
             state.last_event = record.get("event")
-            if self._on_new_record is not None:
-                self._on_new_record(instance_id, record)
+            if self.on_new_record is not None:
+                self.on_new_record(instance_id, record)
         if record.get("event") in ("agent_reply", *TERMINAL_RECORDS):
             state.busy = False
         self._publish(instance_id, Item("record", record))

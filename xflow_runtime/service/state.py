@@ -25,7 +25,6 @@ class ServiceOptions:
     max_wait_seconds: float = 60.0     # Prefer: wait=N on a start is capped here
     reply_timeout_seconds: float = 120.0  # a chat message waits this long for the reply
     heartbeat_seconds: float = 15.0
-    max_page_size: int = 200
 
 
 @dataclass
@@ -85,9 +84,9 @@ class ServiceState:
 def _import_llm() -> None:
     """litellm takes seconds to import; done here, off the loop, not in the first agent call
     (which would block every request meanwhile)."""
-    from xflow_runtime.llm.client import _litellm
+    from xflow_runtime.llm.client import preload
 
-    _litellm()
+    preload()
 
 
 def _plausible(instance_id: str) -> bool:
