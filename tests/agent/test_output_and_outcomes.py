@@ -164,10 +164,10 @@ async def test_not_yet_supported_agent_types_fail_clearly_at_run_time(scripted_m
     result = await run("""
 start: a
 states:
-  - {name: a, type: usertask, end: true}
+  - {name: a, type: aiagentproxy, agentName: x, userMessage: hi, execution: {functionRef: f}, end: true}
 """, scripted_model)
     assert result.status == "failed" and result.error["code"] == "unsupportedState"
-    assert "usertask" in result.error["message"] and "not supported yet" in result.error["message"]
+    assert "aiagentproxy" in result.error["message"] and "not supported yet" in result.error["message"]
 
 
 async def test_an_outcome_with_a_transition_leaves_the_state_without_writing_finish(scripted_model):

@@ -112,7 +112,7 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
     max_tools = raw.get("maxToolExecutions", DEFAULT_MAX_TOOL_EXECUTIONS)
     if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 0:
         raise invalid(f"{where}/maxToolExecutions", f"expected a whole number ≥ 0, found {max_tools!r}")
-    outcomes = tuple(_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
+    outcomes = tuple(compile_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
                      for i, item in enumerate(raw.get("agentOutcomes") or ()))
     if common.get("exit") is None and (not outcomes or any(o.finish and o.exit is None for o in outcomes)):
         raise invalid(where, "an agent without outcomes, or with an outcome with finish: true and no "
@@ -184,7 +184,9 @@ def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> Fun
     return _subflow_ref(raw["subFlowRef"], ctx, f"{where}/subFlowRef")
 
 
-def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
+def compile_outcome(raw: Any, ctx: CompileContext, where: str,
+                    variables: tuple[str, ...] = OUTCOME_VARIABLES) -> AgentOutcome:
+    """One outcome of an agent state (``$agentOutcome`` bound) or a user task (``variables``)."""
     if not isinstance(raw, Mapping):
         raise invalid(where, "an outcome must be an object")
     finish = raw.get("finish")
@@ -204,12 +206,12 @@ def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
             raise invalid(f"{where}/dataFilter", "expected an object {useData, data, toStateData}")
         outcome_filter = OutcomeFilter(
             use_data=_flag(filter_raw.get("useData", True)),
-            data=ctx.expression(filter_raw.get("data"), f"{where}/dataFilter/data", extra_variables=OUTCOME_VARIABLES),
+            data=ctx.expression(filter_raw.get("data"), f"{where}/dataFilter/data", extra_variables=variables),
             to_state_data=ctx.expression(filter_raw.get("toStateData"), f"{where}/dataFilter/toStateData",
-                                         path=True, extra_variables=OUTCOME_VARIABLES),
+                                         path=True, extra_variables=variables),
         )
     return AgentOutcome(
-        condition=ctx.expression(raw.get("condition"), f"{where}/condition", extra_variables=OUTCOME_VARIABLES),
+        condition=ctx.expression(raw.get("condition"), f"{where}/condition", extra_variables=variables),
         finish=finish, filter=outcome_filter, exit=exit_,
     )
 
@@ -256,5 +258,5 @@ def _unsupported(type_name: str) -> Any:
 
 
 register_state_compiler("aiagent", compile_aiagent)
-for _type in ("aiagentproxy", "userproxyagent", "usertask"):
+for _type in ("aiagentproxy", "userproxyagent"):
     register_state_compiler(_type, _unsupported(_type))
