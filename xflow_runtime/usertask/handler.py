@@ -76,8 +76,10 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
 async def _wait(state: UserTaskState, run: Any, scope: str, store: Any, task_id: str,
                 due_at: datetime | None) -> tuple[str, Mapping[str, Any]]:
     """("completed", {data, completedBy}) | ("deleted", {}) | ("timedOut", {})."""
-    definitions = tuple(EventDef(name=f"usertask-{kind}", type=kind_type, source=None,
-                                 correlation=(Correlation(TASK_KEY_ATTRIBUTE, state.task_key),))
+    correlation = [Correlation(TASK_KEY_ATTRIBUTE, state.task_key)]
+    if store is not None:  # the inbox sends the task id too: two tasks of one key never take each other's event
+        correlation.append(Correlation(TASK_ID_ATTRIBUTE, task_id))
+    definitions = tuple(EventDef(name=f"usertask-{kind}", type=kind_type, source=None, correlation=tuple(correlation))
                         for kind, kind_type in (("completed", COMPLETED), ("deleted", DELETED)))
     wakes = 0
     while True:
