@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKFLOWS = Path(__file__).with_name("workflows")
 JWT_SECRET = "a-test-secret-that-is-long-enough-for-hs256!"
 JWT_ENV = "XFLOW_TEST_JWT_SECRET"
 

@@ -28,7 +28,7 @@ def client(service) -> httpx.Client:
 
 
 def start(client: httpx.Client, **input: Any) -> str:
-    response = client.post("/v1/workflows/expense/instances", json={"amount": 40, "requester": "bo", **input},
+    response = client.post("/v1/workflows/expense-approval/instances", json={"amount": 40, "requester": "bo", **input},
                            headers=BO)
     assert response.status_code == 201, response.text
     return response.json()["id"]
@@ -135,3 +135,32 @@ def test_a_waiting_task_survives_a_restart_of_the_service(client, service) -> No
     response = client.post(f"/v1/tasks/{task['id']}/complete", json={"data": {"approved": True}}, headers=ANN)
     assert response.status_code == 200, response.text
     assert finished(client, instance_id)["output"]["status"] == "approved"
+
+
+def test_the_cli_lists_claims_and_completes(client, service) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.human_states.support import ROOT
+
+    instance_id = start(client)
+    task = task_of(client, instance_id)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XFLOW_URL": service.url,
+           "XFLOW_TOKEN": ANN["Authorization"].split()[1]}
+
+    def xflow(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(ROOT / "bin" / "xflow"), "tasks", *args], capture_output=True,
+                              text=True, timeout=60, env=env)
+
+    listed = xflow("list")
+    assert listed.returncode == 0 and task["id"] in listed.stdout and "approve-expense" in listed.stdout
+    assert xflow("claim", task["id"]).returncode == 0
+    refused = xflow("complete", task["id"], "--data", '{"approved": 1}')
+    assert refused.returncode == 1 and "does not match the task's form" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    done = xflow("complete", task["id"], "--data", '{"approved": true}')
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "completed"
+    assert finished(client, instance_id)["output"]["status"] == "approved"
+    assert xflow("show").returncode == 2

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("xflow_runtime.cli.memory", "manage chat histories and long-term memories"),
     "serve": ("xflow_runtime.cli.serve", "serve workflows over HTTP (instances, events, chat, streams)"),
     "keys": ("xflow_runtime.cli.keys", "create, list and revoke API keys of xflow serve"),
+    "tasks": ("xflow_runtime.cli.tasks", "list, claim, complete or delete user tasks on xflow serve"),
 }
 
 
