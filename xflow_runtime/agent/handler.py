@@ -144,5 +144,4 @@ def _model_name(state: AIAgentState) -> str:
 _DEFAULT = OutcomeFilter()  # no outcome matched: returnValues merged at the top level
 
 register_state_handler("aiagent", handle_aiagent)
-for _type in ("aiagentproxy", "userproxyagent"):
-    register_state_handler(_type, handle_unsupported)
+register_state_handler("aiagentproxy", handle_unsupported)

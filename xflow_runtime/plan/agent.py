@@ -258,5 +258,4 @@ def _unsupported(type_name: str) -> Any:
 
 
 register_state_compiler("aiagent", compile_aiagent)
-for _type in ("aiagentproxy", "userproxyagent"):
-    register_state_compiler(_type, _unsupported(_type))
+register_state_compiler("aiagentproxy", _unsupported("aiagentproxy"))
