@@ -12,9 +12,10 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from tests.human_states.support import ROOT, Service  # noqa: E402
+from xflow_runtime.testing import ScriptedModelServer  # noqa: E402
 
 #: The examples the tests serve (they run as the README says).
-EXAMPLES = ("expense-approval.yaml",)
+EXAMPLES = ("expense-approval.yaml", "signup-facilitator.yaml", "relay-question.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,19 @@ def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def service(service_dir: Path) -> Iterator[Service]:
-    process = Service(service_dir / "workflows", f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}").start()
+def model_server(request: pytest.FixtureRequest) -> Iterator[ScriptedModelServer | None]:
+    """The scripted model server of a module that sets ``MODEL_SCRIPT`` (else none)."""
+    script = getattr(request.module, "MODEL_SCRIPT", None)
+    if script is None:
+        yield None
+        return
+    with ScriptedModelServer(script) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def service(service_dir: Path, model_server: ScriptedModelServer | None) -> Iterator[Service]:
+    process = Service(service_dir / "workflows", f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}",
+                      llm_api_base=model_server.api_base if model_server else None).start()
     yield process
     process.stop()
