@@ -74,3 +74,17 @@ async def test_chat_quits_on_end_of_input_and_prints_nothing_more(scripted_model
     assert code == 0
     assert out.getvalue() == "you> agent> Good evening!\nyou> \n"
     assert scripted_model.chat_requests[0].messages[-1] == {"role": "user", "content": "Hello"}
+
+
+@pytest.mark.slow
+def test_xflow_chat_talks_with_a_facilitator_and_a_relay(tmp_path):
+    done = xflow("chat", str(ROOT / "workflows/signup-facilitator.yaml"), "--ephemeral", "--input", '{"name": "Ann"}',
+                 "--llm-script", str(ROOT / "workflows/signup-facilitator.replies.yaml"),
+                 stdin="sign me up\nann-at-example\nI am 34\nann@example.com\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "agent> That email does not look right" in done.stdout
+    assert json.loads(done.stdout.rsplit("you> ", 1)[1])["profile"] == {"name": "Ann", "age": 34,
+                                                                        "email": "ann@example.com"}
+    done = xflow("chat", str(ROOT / "workflows/relay-question.yaml"), "--ephemeral", "--input", '{"order": "A-17"}',
+                 stdin="hello\ntoday\n", cwd=tmp_path)
+    assert done.returncode == 0 and "agent> Your order A-17 is ready" in done.stdout, done.stderr
