@@ -29,7 +29,7 @@ _HANDLERS: dict[str, StateHandler] = {}
 #: ones are skipped): the agent's ``aiagent`` handler. A workflow without such states never pays
 #: for importing them.
 EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.agent.handler", "xflow_runtime.usertask.handler",
-                                     "xflow_runtime.agent.user_proxy")
+                                     "xflow_runtime.agent.user_proxy", "xflow_runtime.agent.proxy")
 _builtins_loaded = False
 _extensions_loaded = False
 

@@ -1,4 +1,4 @@
-"""Compiled ``aiagent`` states (and the not-yet-supported xFlow agent/user-task types).
+"""Compiled ``aiagent`` states; the outcome and execution compilers the other agent states share.
 
 Registered with :mod:`xflow_runtime.plan.registry` on import. Cheap to import: Jinja2,
 jsonschema and litellm load only when a state that needs them is compiled or run. Every
@@ -83,13 +83,6 @@ class AIAgentState(State):
 
     def tool(self, name: str) -> AgentTool | None:
         return next((tool for tool in self.tools if tool.name == name), None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class UnsupportedState(State):
-    """A state type the schema accepts but this runtime cannot run yet; running it fails clearly."""
-
-    reason: str
 
 
 def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
@@ -249,13 +242,4 @@ def _long_term(raw: Mapping[str, Any], where: str) -> Any:
     return settings if settings[0].enabled or settings[1].enabled else None
 
 
-def _unsupported(type_name: str) -> Any:
-    def compile_stub(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
-        return UnsupportedState(**common, reason=f"state type '{type_name}' is not supported yet by "
-                                                 "xflow-runtime (the schema accepts it; running it fails)")
-
-    return compile_stub
-
-
 register_state_compiler("aiagent", compile_aiagent)
-register_state_compiler("aiagentproxy", _unsupported("aiagentproxy"))
