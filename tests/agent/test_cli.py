@@ -104,3 +104,17 @@ async def test_chat_writes_the_reply_as_the_model_streams_it(scripted_model):
     reply_pieces = out.pieces[out.pieces.index("agent> ") + 1:out.pieces.index("\n")]
     assert len(reply_pieces) >= 2 and "".join(reply_pieces) == "Good evening! How can I help?"
     assert scripted_model.chat_requests[0].body.get("stream") is True
+
+
+@pytest.mark.slow
+def test_xflow_chat_talks_with_a_facilitator_and_a_relay(tmp_path):
+    done = xflow("chat", str(ROOT / "workflows/signup-facilitator.yaml"), "--ephemeral", "--input", '{"name": "Ann"}',
+                 "--llm-script", str(ROOT / "workflows/signup-facilitator.replies.yaml"),
+                 stdin="sign me up\nann-at-example\nI am 34\nann@example.com\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "agent> That email does not look right" in done.stdout
+    assert json.loads(done.stdout.rsplit("you> ", 1)[1])["profile"] == {"name": "Ann", "age": 34,
+                                                                        "email": "ann@example.com"}
+    done = xflow("chat", str(ROOT / "workflows/relay-question.yaml"), "--ephemeral", "--input", '{"order": "A-17"}',
+                 stdin="hello\ntoday\n", cwd=tmp_path)
+    assert done.returncode == 0 and "agent> Your order A-17 is ready" in done.stdout, done.stderr

@@ -160,16 +160,6 @@ def test_output_schema_from_a_file_next_to_the_workflow(tmp_path):
     assert compiled.states["a"].output.schema == {"type": "object", "required": ["response"]}
 
 
-async def test_not_yet_supported_agent_types_fail_clearly_at_run_time(scripted_model):
-    result = await run("""
-start: a
-states:
-  - {name: a, type: usertask, end: true}
-""", scripted_model)
-    assert result.status == "failed" and result.error["code"] == "unsupportedState"
-    assert "usertask" in result.error["message"] and "not supported yet" in result.error["message"]
-
-
 async def test_an_outcome_with_a_transition_leaves_the_state_without_writing_finish(scripted_model):
     """xFlow's documentation writes outcomes as condition + transition, with no ``finish``
     (whose default is false): the transition is taken, the conversation does not wait."""

@@ -26,7 +26,7 @@ from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
-from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter, UnsupportedState
+from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter
 from xflow_runtime.plan.model import Exit
 
 NO_OUTCOME = "AgentNoOutcome"
@@ -70,10 +70,6 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
             raise WorkflowError(f"agent '{state.agent_name}': no user message within "
                                 f"{state.timeouts.event:g} s", name="timeout", code="timeout")
         user_text = message_text(message)
-
-
-async def handle_unsupported(state: UnsupportedState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
-    raise WorkflowError(state.reason, code="unsupportedState")
 
 
 def reply_text(agent_outcome: Mapping[str, Any]) -> str:
@@ -148,5 +144,3 @@ def _model_name(state: AIAgentState) -> str:
 _DEFAULT = OutcomeFilter()  # no outcome matched: returnValues merged at the top level
 
 register_state_handler("aiagent", handle_aiagent)
-for _type in ("aiagentproxy", "userproxyagent", "usertask"):
-    register_state_handler(_type, handle_unsupported)

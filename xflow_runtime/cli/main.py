@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("xflow_runtime.cli.serve", "serve workflows over HTTP (instances, events, chat, streams)"),
     "keys": ("xflow_runtime.cli.keys", "create, list and revoke API keys of xflow serve"),
     "completion": ("xflow_runtime.cli.completion", "print a shell completion script (bash, zsh, tcsh)"),
+    "tasks": ("xflow_runtime.cli.tasks", "list, claim, complete or delete user tasks on xflow serve"),
 }
 #: ``build_parser(ALL)`` registers every command
 ALL = "*"

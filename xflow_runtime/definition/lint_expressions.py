@@ -27,8 +27,9 @@ from xflow_runtime.expressions.language import JSONPATH, compile_in, is_marked_i
 Site = tuple[str, Any, bool, bool, tuple[str, ...]]
 
 _AGENT = ("agentOutcome",)
+_TASK = ("taskOutcome",)
 _AGENT_FIELDS = ("systemMessage", "userMessage", "memory", "memoryId", "llmConfig", "relayMessage",
-                 "agentOutcomes", "tools", "execution")
+                 "agentOutcomes", "tools", "execution", "taskOutcomes")
 _FUNCTION_CALL = re.compile(r"^fn:\s*(?P<name>\S+)$")
 _SECRET_USE = re.compile(r"\$SECRETS\s*(?:\.\s*(?P<dot>[A-Za-z_][A-Za-z0-9_]*)|\[\s*\"(?P<key>[^\"]+)\"\s*\])")
 #: path() is evaluated once on null to catch computed values; skip programs that might not stop.
@@ -234,6 +235,9 @@ def _agent_sites(state: dict[str, Any], pointer: str) -> Iterator[Site]:
     for outcome, outcome_pointer in enumerate_dicts(state.get("agentOutcomes"), at("agentOutcomes")):
         yield join_pointer(outcome_pointer, "condition"), outcome.get("condition"), True, False, _AGENT
         yield from _event_filter(outcome.get("dataFilter"), join_pointer(outcome_pointer, "dataFilter"), _AGENT)
+    for outcome, outcome_pointer in enumerate_dicts(state.get("taskOutcomes"), at("taskOutcomes")):
+        yield join_pointer(outcome_pointer, "condition"), outcome.get("condition"), True, False, _TASK
+        yield from _event_filter(outcome.get("dataFilter"), join_pointer(outcome_pointer, "dataFilter"), _TASK)
     for tool, tool_pointer in enumerate_dicts(state.get("tools"), at("tools")):
         execution = as_dict(tool.get("execution"))
         yield from _function_ref_sites(execution.get("functionRef"),

@@ -75,9 +75,12 @@ def exits(state: dict[str, Any], pointer: str) -> Iterator[Exit]:
     """Every transition and end a state declares, including those of conditions and outcomes."""
     yield from _exits_of(state, pointer, "transition")
     for field, via in (("dataConditions", "condition"), ("eventConditions", "condition"),
-                       ("onErrors", "onErrors"), ("agentOutcomes", "outcome")):
+                       ("onErrors", "onErrors"), ("agentOutcomes", "outcome"), ("taskOutcomes", "outcome")):
         for item, item_pointer in enumerate_dicts(state.get(field), join_pointer(pointer, field)):
             yield from _exits_of(item, item_pointer, via)
+    for field in ("onDelete", "onTimeout"):  # usertask
+        if isinstance(state.get(field), dict):
+            yield from _exits_of(state[field], join_pointer(pointer, field), field)
     default = state.get("defaultCondition")
     if isinstance(default, dict):
         yield from _exits_of(default, join_pointer(pointer, "defaultCondition"), "default")

@@ -28,7 +28,8 @@ _HANDLERS: dict[str, StateHandler] = {}
 #: Modules imported when a lookup misses, so their ``register_state_handler`` calls run (missing
 #: ones are skipped): the agent's ``aiagent`` handler. A workflow without such states never pays
 #: for importing them.
-EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.agent.handler",)
+EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.agent.handler", "xflow_runtime.usertask.handler",
+                                     "xflow_runtime.agent.user_proxy", "xflow_runtime.agent.proxy")
 _builtins_loaded = False
 _extensions_loaded = False
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from xflow_runtime.memory.chat import ChatMemory
     from xflow_runtime.memory.longterm import LongTermMemory
     from xflow_runtime.runtime.memory import LazyChatMemory
+    from xflow_runtime.usertask.store import TaskStore
 
     ChatMemoryService = Union[ChatMemory, LazyChatMemory]
     LongTermMemoryService = Union[LongTermMemory, LazyLongTermMemory]
@@ -71,6 +72,7 @@ class InstanceServices:
     chat_memory: "ChatMemoryService | None" = None
     long_term_memory: "LongTermMemoryService | None" = None
     reply_tokens: ReplyTokenSink | None = None
+    tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

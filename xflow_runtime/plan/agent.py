@@ -1,4 +1,4 @@
-"""Compiled ``aiagent`` states (and the not-yet-supported xFlow agent/user-task types).
+"""Compiled ``aiagent`` states; the outcome and execution compilers the other agent states share.
 
 Registered with :mod:`xflow_runtime.plan.registry` on import. Cheap to import: Jinja2,
 jsonschema and litellm load only when a state that needs them is compiled or run. Every
@@ -85,13 +85,6 @@ class AIAgentState(State):
         return next((tool for tool in self.tools if tool.name == name), None)
 
 
-@dataclass(frozen=True, kw_only=True)
-class UnsupportedState(State):
-    """A state type the schema accepts but this runtime cannot run yet; running it fails clearly."""
-
-    reason: str
-
-
 def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
     from xflow_runtime.agent.prompts import compile_prompt
     from xflow_runtime.agent.schemas import compile_schema
@@ -112,7 +105,7 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
     max_tools = raw.get("maxToolExecutions", DEFAULT_MAX_TOOL_EXECUTIONS)
     if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 0:
         raise invalid(f"{where}/maxToolExecutions", f"expected a whole number ≥ 0, found {max_tools!r}")
-    outcomes = tuple(_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
+    outcomes = tuple(compile_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
                      for i, item in enumerate(raw.get("agentOutcomes") or ()))
     if common.get("exit") is None and (not outcomes or any(o.finish and o.exit is None for o in outcomes)):
         raise invalid(where, "an agent without outcomes, or with an outcome with finish: true and no "
@@ -184,7 +177,9 @@ def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> Fun
     return _subflow_ref(raw["subFlowRef"], ctx, f"{where}/subFlowRef")
 
 
-def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
+def compile_outcome(raw: Any, ctx: CompileContext, where: str,
+                    variables: tuple[str, ...] = OUTCOME_VARIABLES) -> AgentOutcome:
+    """One outcome of an agent state (``$agentOutcome`` bound) or a user task (``variables``)."""
     if not isinstance(raw, Mapping):
         raise invalid(where, "an outcome must be an object")
     finish = raw.get("finish")
@@ -204,12 +199,12 @@ def _outcome(raw: Any, ctx: CompileContext, where: str) -> AgentOutcome:
             raise invalid(f"{where}/dataFilter", "expected an object {useData, data, toStateData}")
         outcome_filter = OutcomeFilter(
             use_data=_flag(filter_raw.get("useData", True)),
-            data=ctx.expression(filter_raw.get("data"), f"{where}/dataFilter/data", extra_variables=OUTCOME_VARIABLES),
+            data=ctx.expression(filter_raw.get("data"), f"{where}/dataFilter/data", extra_variables=variables),
             to_state_data=ctx.expression(filter_raw.get("toStateData"), f"{where}/dataFilter/toStateData",
-                                         path=True, extra_variables=OUTCOME_VARIABLES),
+                                         path=True, extra_variables=variables),
         )
     return AgentOutcome(
-        condition=ctx.expression(raw.get("condition"), f"{where}/condition", extra_variables=OUTCOME_VARIABLES),
+        condition=ctx.expression(raw.get("condition"), f"{where}/condition", extra_variables=variables),
         finish=finish, filter=outcome_filter, exit=exit_,
     )
 
@@ -247,14 +242,4 @@ def _long_term(raw: Mapping[str, Any], where: str) -> Any:
     return settings if settings[0].enabled or settings[1].enabled else None
 
 
-def _unsupported(type_name: str) -> Any:
-    def compile_stub(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
-        return UnsupportedState(**common, reason=f"state type '{type_name}' is not supported yet by "
-                                                 "xflow-runtime (the schema accepts it; running it fails)")
-
-    return compile_stub
-
-
 register_state_compiler("aiagent", compile_aiagent)
-for _type in ("aiagentproxy", "userproxyagent", "usertask"):
-    register_state_compiler(_type, _unsupported(_type))

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.memory.longterm import LongTermOptions
     from xflow_runtime.plan.states import WorkflowPlan
+    from xflow_runtime.usertask.inbox import TaskInbox
 
 EngineName = Literal["inprocess", "durable"]
 EventListener = Callable[[dict[str, Any]], None]
@@ -230,6 +231,14 @@ class Runtime:
                 self._services, plan, data, instance_id, identity=identity,
                 workflows=list(self._subflows.values()))
         return InstanceHandle(self, instance_id)
+
+    @property
+    def tasks(self) -> "TaskInbox":
+        """The user-task inbox of ``usertask`` states: list, claim, unclaim, complete, delete
+        (specs/states-human.md). Needs a database (a durable runtime, or ``database_url``)."""
+        from xflow_runtime.usertask.inbox import TaskInbox
+
+        return TaskInbox(self, self._services.tasks)
 
     def instance(self, instance_id: str) -> InstanceHandle:
         """A handle on an existing instance (e.g. one started by an earlier process)."""

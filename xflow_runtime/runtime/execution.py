@@ -20,6 +20,7 @@ from xflow_runtime.runtime.memory import LazyChatMemory
 if TYPE_CHECKING:
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.plan.states import WorkflowPlan
+    from xflow_runtime.usertask.store import TaskStore
     from xflow_runtime.runtime import Runtime
 
 
@@ -56,6 +57,11 @@ class Services:
             from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
 
             self.long_term_memory = LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
+        self.tasks: "TaskStore | None" = None  # user tasks: the same database, opened on first use
+        if url is not None:
+            from xflow_runtime.usertask.store import TaskStore
+
+            self.tasks = TaskStore(url)
 
     async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's
@@ -83,7 +89,8 @@ class Services:
     def for_instance(self, identity: Identity) -> InstanceServices:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
         return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
-                                long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens)
+                                long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens,
+                                tasks=self.tasks)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
@@ -91,6 +98,8 @@ class Services:
             await context.aclose()
         if self.chat_memory is not None and self.chat_memory.opened:
             await asyncio.to_thread(self.chat_memory.close)
+        if self.tasks is not None:
+            await asyncio.to_thread(self.tasks.close)
         if self.long_term_memory is not None:
             await self.long_term_memory.aclose()  # waits for running extractions; no-op if never opened
 

@@ -1,0 +1,95 @@
+"""``aiagentproxy`` against a small external agent server started by the test (a real HTTP server
+on 127.0.0.1): the runtime sends the agent config, the rendered user message, the chat-memory
+window and the workflow id; the agent's synchronous answer is ``$agentOutcome``; the turn is kept
+in chat memory, so the next call sees it (specs/states-human.md §7)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from xflow_runtime import HttpSettings, Runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class AgentServer:
+    """Answers POST /api/execute with ``{returnValues: {response, escalate}, log}``; records requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, "body": body})
+                question = body["agentContext"]["userMessage"]
+                answer = {"returnValues": {"response": f"About '{question}': paid.", "escalate": "lawyer" in question},
+                          "log": "looked it up"}
+                payload = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def agent() -> Iterator[AgentServer]:
+    server = AgentServer()
+    yield server
+    server.close()
+
+
+async def test_a_proxy_agent_answers_synchronously_and_its_turn_is_remembered(agent, tmp_path) -> None:
+    http = HttpSettings(base_urls={"external-agent": agent.url})
+    async with Runtime("inprocess", database_url=f"sqlite:///{tmp_path / 'm.sqlite'}", http=http) as runtime:
+        plan = runtime.load(ROOT / "workflows" / "proxy-agent.yaml")
+        first = await (await runtime.start(plan, {"question": "my invoice", "customer": "c1"})).result()
+        second = await (await runtime.start(plan, {"question": "and the refund?", "customer": "c1"})).result()
+        third = await (await runtime.start(plan, {"question": "I need a lawyer", "customer": "c2"})).result()
+    assert first["answer"] == "About 'my invoice': paid." and first["answered"] is True
+    assert third["escalated"] is True and third["escalate"] is True  # no dataFilter: returnValues merged
+    sent = agent.requests[0]
+    assert sent["path"] == "/api/execute"
+    assert sent["body"]["workflowId"] == "proxy-agent"
+    assert sent["body"]["agentConfig"] == {"agentName": "billing-expert", "systemMessage": "You answer billing questions."}
+    assert sent["body"]["agentContext"]["userMessage"] == "my invoice"
+    assert sent["body"]["agentContext"]["messages"] == []
+    # the second conversation of customer c1 sees the first turn (memoryId billing-c1), c2 sees none
+    remembered = agent.requests[1]["body"]["agentContext"]["messages"]
+    assert [(m["role"], m["content"]) for m in remembered] == [("user", "my invoice"), ("assistant", "looked it up")]
+    assert agent.requests[2]["body"]["agentContext"]["messages"] == []
+    assert second["answer"].startswith("About 'and the refund?'")
+
+
+async def test_an_unreachable_agent_is_an_error_on_errors_can_catch(tmp_path) -> None:
+    source = (ROOT / "workflows" / "proxy-agent.yaml").read_text().replace(
+        "    agentOutcomes:\n", "    onErrors: [{errorRef: down, transition: human}]\n    agentOutcomes:\n", 1)
+    source = source.replace("start: ask\n", "start: ask\nerrors: [{name: down, code: ConnectError}]\n")
+    (tmp_path / "p.yaml").write_text(source)
+    http = HttpSettings(base_urls={"external-agent": "http://127.0.0.1:9"}, connect_timeout=2.0)
+    async with Runtime("inprocess", http=http, chat_memory=False) as runtime:
+        handle = await runtime.start(runtime.load(tmp_path / "p.yaml"), {"question": "q", "customer": "c"})
+        try:
+            output = await handle.result()
+        except Exception as error:  # noqa: BLE001 - shown when the code differs
+            pytest.fail(f"not caught: {error}")
+    assert output["escalated"] is True

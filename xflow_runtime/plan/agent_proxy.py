@@ -1,0 +1,50 @@
+"""Compiled ``aiagentproxy`` states (specs/states-human.md §7). Registered on import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xflow_runtime.expressions import JqExpression
+from xflow_runtime.plan.agent import AgentOutcome, _execution, compile_outcome  # noqa: PLC2701
+from xflow_runtime.plan.context import CompileContext, require
+from xflow_runtime.plan.definitions import invalid
+from xflow_runtime.plan.model import FunctionRef, SubFlowRef
+from xflow_runtime.plan.registry import register_state_compiler
+from xflow_runtime.plan.states import State
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentProxyState(State):
+    agent_name: str
+    system_message: Any = None  # Prompt | None
+    user_message: Any            # Prompt
+    memory: Any                  # MemorySettings (from the flat memoryId)
+    execution: FunctionRef | SubFlowRef
+    outcomes: tuple[AgentOutcome, ...] = ()
+    data_filter: JqExpression | None = None
+
+
+def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
+    from xflow_runtime.agent.prompts import compile_prompt
+    from xflow_runtime.plan.agent import _memory  # noqa: PLC2701
+
+    where = ctx.where
+    agent_name = require(raw, "agentName", where)
+    outcomes = tuple(compile_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
+                     for i, item in enumerate(raw.get("agentOutcomes") or ()))
+    if common.get("exit") is None and (not outcomes or any(o.finish and o.exit is None for o in outcomes)):
+        raise invalid(where, "without outcomes, or with a finishing outcome without a transition, the state needs "
+                             "its own 'transition' or 'end'")
+    memory_id = raw.get("memoryId")
+    return AgentProxyState(
+        **common, agent_name=agent_name,
+        system_message=compile_prompt(raw["systemMessage"], f"{where}/systemMessage") if raw.get("systemMessage") else None,
+        user_message=compile_prompt(require(raw, "userMessage", where), f"{where}/userMessage"),
+        memory=_memory({"memoryId": memory_id} if memory_id else None, f"{where}/memoryId"),
+        execution=_execution(require(raw, "execution", where), agent_name, ctx, f"{where}/execution"),
+        outcomes=outcomes, data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
+    )
+
+
+register_state_compiler("aiagentproxy", compile_agent_proxy)
