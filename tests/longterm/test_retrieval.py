@@ -106,13 +106,6 @@ async def test_deleting_a_chat_or_erasing_its_user_deletes_its_message_vectors(m
     assert message_vectors(memory) == 0
 
 
-def test_keyword_lists_skip_function_words_unless_nothing_else_is_left() -> None:
-    from xflow_runtime.memory.longterm.search_sql import query_words
-
-    assert query_words("What did she call her new puppy?") == ["call", "new", "puppy"]
-    assert query_words("Who are you?") == ["who", "are", "you"]
-
-
 # ------------------------------------------------------------------ embedding modes
 
 
