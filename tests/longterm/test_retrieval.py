@@ -211,3 +211,14 @@ async def test_reindex_is_one_command(sqlite_url: str, model_server: ScriptedMod
     code = await asyncio.to_thread(main, ["memory", "reindex", "--db", sqlite_url, "--embedding-model", "m",
                                           "--embedding-mode", "nonsense"])
     assert code == 1 and "unknown embedding mode" in capsys.readouterr().err
+
+
+def test_the_run_and_chat_commands_take_the_embedding_mode() -> None:
+    import argparse
+
+    from xflow_runtime.cli.run import UsageError, long_term_options
+
+    options = long_term_options(argparse.Namespace(embedding_model="openai/e5", embedding_mode="e5"))["long_term"]
+    assert options.embedding_modes == EmbeddingModes.prefixes("query: ", "passage: ")
+    with pytest.raises(UsageError, match="unknown embedding mode"):
+        long_term_options(argparse.Namespace(embedding_model="openai/e5", embedding_mode="e6"))
