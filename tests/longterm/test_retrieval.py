@@ -74,6 +74,17 @@ async def test_messages_are_embedded_in_context_in_the_background(
     assert await memory.search_messages(MemoryScope("acme", "support"), "pottery bowl") == []  # anonymous
 
 
+@pytest.mark.parametrize(("context", "expected"), [
+    ("date-speaker", "[Monday 8 May 2023] Assistant: I went to a pottery class on Saturday."),
+    ("none", "I went to a pottery class on Saturday.")])
+async def test_the_message_context_can_be_narrowed(sqlite_url: str, model_server: ScriptedModelServer,
+                                                   context: str, expected: str) -> None:
+    async with LongTermMemory.open(sqlite_url, options_for(model_server, message_context=context)) as memory:
+        await append(memory, "dana", TURN)
+        assert await memory.index_messages(DANA) == 3
+    assert embedded_inputs(model_server)[1] == expected
+
+
 async def test_a_message_without_text_is_not_embedded_and_not_pending(
         memory: LongTermMemory, model_server: ScriptedModelServer) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
