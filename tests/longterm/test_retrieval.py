@@ -74,6 +74,17 @@ async def test_messages_are_embedded_in_context_in_the_background(
     assert await memory.search_messages(MemoryScope("acme", "support"), "pottery bowl") == []  # anonymous
 
 
+@pytest.mark.parametrize(("context", "expected"), [
+    ("date-speaker", "[Monday 8 May 2023] Assistant: I went to a pottery class on Saturday."),
+    ("none", "I went to a pottery class on Saturday.")])
+async def test_the_message_context_can_be_narrowed(sqlite_url: str, model_server: ScriptedModelServer,
+                                                   context: str, expected: str) -> None:
+    async with LongTermMemory.open(sqlite_url, options_for(model_server, message_context=context)) as memory:
+        await append(memory, "dana", TURN)
+        assert await memory.index_messages(DANA) == 3
+    assert embedded_inputs(model_server)[1] == expected
+
+
 async def test_a_message_without_text_is_not_embedded_and_not_pending(
         memory: LongTermMemory, model_server: ScriptedModelServer) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
@@ -104,13 +115,6 @@ async def test_deleting_a_chat_or_erasing_its_user_deletes_its_message_vectors(m
     assert await memory.index_messages(DANA) == 3 and message_vectors(memory) == 3
     await memory.erase_user("acme", "dana")
     assert message_vectors(memory) == 0
-
-
-def test_keyword_lists_skip_function_words_unless_nothing_else_is_left() -> None:
-    from xflow_runtime.memory.longterm.search_sql import query_words
-
-    assert query_words("What did she call her new puppy?") == ["call", "new", "puppy"]
-    assert query_words("Who are you?") == ["who", "are", "you"]
 
 
 # ------------------------------------------------------------------ embedding modes
@@ -218,3 +222,14 @@ async def test_reindex_is_one_command(sqlite_url: str, model_server: ScriptedMod
     code = await asyncio.to_thread(main, ["memory", "reindex", "--db", sqlite_url, "--embedding-model", "m",
                                           "--embedding-mode", "nonsense"])
     assert code == 1 and "unknown embedding mode" in capsys.readouterr().err
+
+
+def test_the_run_and_chat_commands_take_the_embedding_mode() -> None:
+    import argparse
+
+    from xflow_runtime.cli.run import UsageError, long_term_options
+
+    options = long_term_options(argparse.Namespace(embedding_model="openai/e5", embedding_mode="e5"))["long_term"]
+    assert options.embedding_modes == EmbeddingModes.prefixes("query: ", "passage: ")
+    with pytest.raises(UsageError, match="unknown embedding mode"):
+        long_term_options(argparse.Namespace(embedding_model="openai/e5", embedding_mode="e6"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from xflow_runtime.memory.longterm.context_text import MESSAGE_CONTEXTS
 from xflow_runtime.memory.longterm.embedding_modes import SYMMETRIC, EmbeddingModes
 from xflow_runtime.memory.longterm.errors import LongTermMemoryError
 
@@ -109,6 +110,9 @@ class LongTermOptions:
     embedding_modes: EmbeddingModes = SYMMETRIC
     #: embed chat messages (user/assistant text, with their context) in the background
     index_messages: bool = True
+    #: what a message's embedded text carries: "full" (date, the turn it answers, speaker),
+    #: "date-speaker", or "none" (the text alone); see ``context_text``
+    message_context: str = "full"
     #: optional second stage through ``litellm.arerank`` (off unless a model is named)
     rerank_model: str | None = None
     rerank_api_base: str | None = None
@@ -123,3 +127,5 @@ class LongTermOptions:
                 or self.rerank_candidates < 1):
             raise LongTermMemoryError("candidates_per_source, rrf_k, extraction_max_attempts and "
                                       "rerank_candidates must be ≥ 1")
+        if self.message_context not in MESSAGE_CONTEXTS:
+            raise LongTermMemoryError(f"message_context must be one of {list(MESSAGE_CONTEXTS)}")

@@ -22,6 +22,8 @@ from __future__ import annotations
 from datetime import date, datetime
 
 ANSWERED_CHARS = 300
+#: ``LongTermOptions.message_context``: what a message's embedded text carries
+MESSAGE_CONTEXTS = ("full", "date-speaker", "none")
 MESSAGE_CHARS = 4000  # the embedding model reads a few hundred tokens at most
 
 
@@ -47,6 +49,15 @@ def message_text(text: str, *, said_on: date | datetime, who: str,
     if answers is None:
         return f"[{day_label(day)}] {body}"
     return f"[{day_label(day)}] {answers[0]}: {_one_line(answers[1], ANSWERED_CHARS)}\n{body}"
+
+
+def message_in_context(text: str, context: str, *, said_on: date | datetime, who: str,
+                       answers: tuple[str, str] | None) -> str:
+    """:func:`message_text` as ``context`` asks: ``full``, ``date-speaker`` (no answered turn)
+    or ``none`` (the text alone, whitespace collapsed)."""
+    if context == "none":
+        return _one_line(text, MESSAGE_CHARS)
+    return message_text(text, said_on=said_on, who=who, answers=answers if context == "full" else None)
 
 
 def memory_text(title: str | None, content: str) -> str:

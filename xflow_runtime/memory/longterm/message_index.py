@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, text, tuple_
 
-from xflow_runtime.memory.longterm.context_text import message_text, speaker
+from xflow_runtime.memory.longterm.context_text import message_in_context, speaker
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import MessageEmbeddingRow, vector_literal
 from xflow_runtime.storage.models import ChatMessage, utcnow
@@ -60,8 +60,9 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def pending(connection: Connection, scope: MemoryScope, limit: int) -> list[PendingMessage]:
-    """Up to ``limit`` unindexed messages of the scope's chats, with their contextual text."""
+def pending(connection: Connection, scope: MemoryScope, limit: int, context: str = "full") -> list[PendingMessage]:
+    """Up to ``limit`` unindexed messages of the scope's chats, with their text to embed in
+    ``context`` (``context_text.MESSAGE_CONTEXTS``)."""
     if not scope.user:
         return []
     keys = connection.execute(text(
@@ -85,8 +86,8 @@ def pending(connection: Connection, scope: MemoryScope, limit: int) -> list[Pend
             said = content_text(parts).strip()
             who = speaker(row.role, parts.get("name"))
             if row.sequence in sequences:
-                found.append(PendingMessage(chat_id, row.sequence, message_text(
-                    said, said_on=_aware(row.created_at), who=who, answers=answered) if said else None))
+                found.append(PendingMessage(chat_id, row.sequence, message_in_context(
+                    said, context, said_on=_aware(row.created_at), who=who, answers=answered) if said else None))
             if said:
                 answered = (who, said)
     return found

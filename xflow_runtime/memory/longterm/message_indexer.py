@@ -26,6 +26,7 @@ class MessageIndexer:
     def __init__(self, engine: Engine, embedder: Embedder):
         self._engine = engine
         self._embedder = embedder
+        self._context = embedder.options.message_context
         self._waiting: dict[asyncio.AbstractEventLoop, set[MemoryScope]] = {}
         self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
 
@@ -80,7 +81,7 @@ class MessageIndexer:
 
     def _pending(self, scope: MemoryScope) -> list[message_index.PendingMessage]:
         with self._engine.connect() as connection:
-            return message_index.pending(connection, scope, BATCH)
+            return message_index.pending(connection, scope, BATCH, self._context)
 
     def _store(self, scope: MemoryScope, batch: list[message_index.PendingMessage], model: str | None,
                vectors: list[list[float] | None]) -> int:

@@ -30,8 +30,9 @@ def order_from_results(results: Sequence[Any], count: int) -> list[int] | None:
     if len({index for _, index in scored}) != len(scored) or not scored:
         return None
     ranked = [index for _, index in sorted(scored)]
+    returned = set(ranked)
     # candidates the reranker did not return (top_n) keep their fused order after the rest
-    return ranked + [index for index in range(count) if index not in set(ranked)]
+    return ranked + [index for index in range(count) if index not in returned]
 
 
 class Reranker:

@@ -6,8 +6,7 @@
   ``hnsw.iterative_scan = relaxed_order`` (so a selective scope filter cannot starve the scan),
   re-sorted exactly, and checked: fewer than ``min(k, vectors in scope)`` rows → exact search.
   SQLite: the scope's vectors are read and scored in-process (numpy).
-* keyword — PostgreSQL FTS (``simple`` configuration, OR of the query's words less function
-  words (``query_terms``), ``ts_rank_cd``)
+* keyword — PostgreSQL FTS (``simple`` configuration, OR of the query's words, ``ts_rank_cd``)
   or SQLite FTS5 (``bm25``), over memories and over the user's chat messages.
 """
 
@@ -19,7 +18,6 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from xflow_runtime.memory.longterm.query_terms import content_words
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import vector_literal
 
@@ -33,7 +31,7 @@ def query_words(query: str) -> list[str]:
     for word in _WORD.findall(query.casefold()):
         if word not in words:
             words.append(word)
-    return content_words(words)[:MAX_QUERY_WORDS]
+    return words[:MAX_QUERY_WORDS]
 
 
 def _params(scope: MemoryScope, **extra: Any) -> dict[str, Any]:
