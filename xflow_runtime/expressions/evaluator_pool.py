@@ -79,12 +79,7 @@ class EvaluatorProcess:
 
     def _take(self) -> tuple[bytes, bytes] | None:
         """A whole response from the buffer, if one arrived (consumes the ready byte first)."""
-        if not self.ready:
-            if not self._buffer:
-                return None
-            del self._buffer[:1]
-            self.ready = True
-        if len(self._buffer) < 1 + _LENGTH.size:
+        if not self._ready_now() or len(self._buffer) < 1 + _LENGTH.size:
             return None
         size = _LENGTH.unpack_from(self._buffer, 1)[0]
         end = 1 + _LENGTH.size + size
@@ -196,7 +191,7 @@ class EvaluatorPool:
             response = worker.answer_blocking(limits.timeout)
         except _Died:
             worker.kill()
-            raise _too_large(limits, expression) from None
+            raise _died(worker, limits, expression) from None
         except BaseException:
             worker.kill()
             raise
@@ -211,7 +206,7 @@ class EvaluatorPool:
             response = await worker.answer(limits.timeout)
         except _Died:
             worker.kill()
-            raise _too_large(limits, expression) from None
+            raise _died(worker, limits, expression) from None
         except BaseException:  # cancelled (a state timeout): the process may still be busy
             worker.kill()
             raise
@@ -271,6 +266,13 @@ def _input_text(data: Any, expression: str) -> str:
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ExpressionError(f"expression input is not JSON: {exc}", expression=expression) from None
+
+
+def _died(worker: EvaluatorProcess, limits: EvaluationLimits, expression: str) -> ExpressionError:
+    if not worker.ready:
+        return ExpressionError("the evaluator process did not start (is the jq package installed?)",
+                               expression=expression)
+    return _too_large(limits, expression)
 
 
 def _too_large(limits: EvaluationLimits, expression: str) -> ExpressionTooLarge:
