@@ -131,10 +131,10 @@ async def test_a_runaway_expression_fails_on_time_and_other_instances_keep_runni
     async with Runtime(functions={"echo": echo, "tick": tick}, on_history=history.append) as runtime:
         spin, ticker = runtime.load(tmp_path / "spin.yaml"), runtime.load(tmp_path / "ticker.yaml")
         stop, lags = asyncio.Event(), []
-        watcher = asyncio.create_task(watch_loop(stop, lags))
         started = time.monotonic()
         spinning = await runtime.start(spin, {})
         ticking = await runtime.start(ticker, {"n": 0})
+        watcher = asyncio.create_task(watch_loop(stop, lags))  # the lag while the evaluation is stuck
         assert await spinning.result() == {"caught": True}
         spin_took = time.monotonic() - started
         assert await ticking.result() == {"n": 15}
