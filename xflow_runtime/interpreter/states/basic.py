@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from xflow_runtime.expressions import merge
+from xflow_runtime.expressions import PENDING, merge
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
 from xflow_runtime.interpreter.registry import register_state_handler
@@ -25,7 +25,10 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     if state.data_conditions:
         variables = run.variables
         for condition in state.data_conditions:
-            if await condition.condition.evaluate_async(data, variables) is True:
+            value = condition.condition.evaluate_now(data, variables)  # no coroutine when in-process
+            if value is PENDING:
+                value = await condition.condition.evaluate_async(data, variables)
+            if value is True:
                 return data, condition.exit
         return data, state.default
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
