@@ -131,10 +131,10 @@ async def test_a_runaway_expression_fails_on_time_and_other_instances_keep_runni
     async with Runtime(functions={"echo": echo, "tick": tick}, on_history=history.append) as runtime:
         spin, ticker = runtime.load(tmp_path / "spin.yaml"), runtime.load(tmp_path / "ticker.yaml")
         stop, lags = asyncio.Event(), []
-        watcher = asyncio.create_task(watch_loop(stop, lags))
         started = time.monotonic()
         spinning = await runtime.start(spin, {})
         ticking = await runtime.start(ticker, {"n": 0})
+        watcher = asyncio.create_task(watch_loop(stop, lags))  # the lag while the evaluation is stuck
         assert await spinning.result() == {"caught": True}
         spin_took = time.monotonic() - started
         assert await ticking.result() == {"n": 15}
@@ -270,3 +270,22 @@ async def test_instance_timeouts_fire_on_time_while_an_evaluation_runs(tmp_path:
     failed = [event["error"]["code"] for event in history if event["event"] == "state_failed"]
     assert failed[0] == "timeout"  # the switch, stopped by its stateExecTimeout
     assert took < 0.6 + 1.0
+
+
+async def test_the_pool_caps_its_processes_and_queues_evaluations_beyond_them() -> None:
+    """Many evaluations at once, one stuck: at most ``limit`` processes live; the others wait their
+    turn, and each still gets its whole budget once it has a process."""
+    from xflow_runtime.errors import ExpressionTimeout
+    from xflow_runtime.expressions.evaluator_pool import EvaluatorPool
+
+    pool = EvaluatorPool(size=1, limit=2)
+    limits = EvaluationLimits(timeout=0.5)
+    try:
+        results = await asyncio.gather(pool.run("last(repeat(1))", None, limits, "spin"),
+                                       *[pool.run(".[0] * 2", [n], limits, "double") for n in range(10)],
+                                       return_exceptions=True)
+    finally:
+        pool.close()
+    assert isinstance(results[0], ExpressionTimeout)
+    assert results[1:] == [[n * 2] for n in range(10)]
+    assert pool.started <= 3  # two live at most: one killed with the stuck evaluation, one replacing it

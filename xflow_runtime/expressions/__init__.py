@@ -2,6 +2,7 @@
 
 from xflow_runtime.expressions.jq_expressions import (
     CACHE,
+    PENDING,
     STANDARD_VARIABLES,
     JqExpression,
     compile_expression,
@@ -13,6 +14,6 @@ from xflow_runtime.expressions.jq_expressions import (
 from xflow_runtime.expressions.merge import get_path, merge, merge_at_path, set_path
 
 __all__ = [
-    "CACHE", "STANDARD_VARIABLES", "JqExpression", "compile_expression", "interpolate", "interpolate_async",
+    "CACHE", "PENDING", "STANDARD_VARIABLES", "JqExpression", "compile_expression", "interpolate", "interpolate_async",
     "is_expression", "strip_expression", "get_path", "merge", "merge_at_path", "set_path",
 ]

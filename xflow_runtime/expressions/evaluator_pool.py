@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from xflow_runtime.errors import ExpressionError, ExpressionTimeout, ExpressionTooLarge
 from xflow_runtime.expressions.jq_expressions import jq_failure
@@ -30,8 +30,11 @@ from xflow_runtime.expressions.limits import EvaluationLimits, real_time
 
 _LENGTH = struct.Struct(">I")
 _WORKER = str(Path(__file__).with_name("evaluator_worker.py"))
-#: Idle processes kept per set of limits; more are started when more evaluations run at once.
+#: Idle processes kept; more are started when more evaluations run at once, up to MAX_PROCESSES.
 POOL_SIZE = 2
+#: Evaluator processes alive at once; further evaluations wait for one (outside their budget).
+MAX_PROCESSES = 4
+_WAIT_FOR_PROCESS = 0.005
 #: How long a new process may take to start (not counted in any evaluation's budget).
 _START_TIMEOUT = 30.0
 
@@ -43,8 +46,10 @@ class _Died(Exception):
 class EvaluatorProcess:
     """One evaluator process and the bytes it has sent that nobody consumed yet."""
 
-    def __init__(self, limits: EvaluationLimits):
+    def __init__(self, limits: EvaluationLimits, on_exit: Callable[[], None]):
         self.key = _key(limits)
+        self._on_exit = on_exit
+        self._killed = False
         self.process = subprocess.Popen(
             [sys.executable, "-I", _WORKER, str(limits.max_memory_bytes), str(limits.max_result_bytes)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={}, bufsize=0,
@@ -79,12 +84,7 @@ class EvaluatorProcess:
 
     def _take(self) -> tuple[bytes, bytes] | None:
         """A whole response from the buffer, if one arrived (consumes the ready byte first)."""
-        if not self.ready:
-            if not self._buffer:
-                return None
-            del self._buffer[:1]
-            self.ready = True
-        if len(self._buffer) < 1 + _LENGTH.size:
+        if not self._ready_now() or len(self._buffer) < 1 + _LENGTH.size:
             return None
         size = _LENGTH.unpack_from(self._buffer, 1)[0]
         end = 1 + _LENGTH.size + size
@@ -160,6 +160,10 @@ class EvaluatorProcess:
             loop.remove_reader(self._out)
 
     def kill(self) -> None:
+        if self._killed:
+            return
+        self._killed = True
+        self._on_exit()
         process = self.process
         if process.poll() is None:
             process.kill()
@@ -174,29 +178,24 @@ class EvaluatorProcess:
 class EvaluatorPool:
     """Idle evaluator processes, checked out by one evaluation at a time (thread-safe)."""
 
-    def __init__(self, size: int = POOL_SIZE):
+    def __init__(self, size: int = POOL_SIZE, limit: int = MAX_PROCESSES):
         self.size = size
         self._idle: list[EvaluatorProcess] = []
         self._lock = threading.Lock()
+        self._slots = threading.Semaphore(limit)  # one per live process
         self.started = 0  # processes started so far (for tests and the benchmark)
-
-    def prewarm(self, limits: EvaluationLimits) -> None:
-        """Start a process now (without waiting for it) so the first evaluation finds one ready."""
-        with self._lock:
-            if any(worker.key == _key(limits) for worker in self._idle):
-                return
-        self._release(self._start(limits))
 
     def run_blocking(self, program: str, data: Any, limits: EvaluationLimits, expression: str) -> list[Any]:
         input_text = _input_text(data, expression)
-        worker = self._checkout(limits)
+        while (worker := self._checkout(limits)) is None:
+            time.sleep(_WAIT_FOR_PROCESS)
         try:
             worker.wait_ready_blocking()
             worker.send(program, input_text)
             response = worker.answer_blocking(limits.timeout)
         except _Died:
             worker.kill()
-            raise _too_large(limits, expression) from None
+            raise _died(worker, limits, expression) from None
         except BaseException:
             worker.kill()
             raise
@@ -204,14 +203,15 @@ class EvaluatorPool:
 
     async def run(self, program: str, data: Any, limits: EvaluationLimits, expression: str) -> list[Any]:
         input_text = _input_text(data, expression)
-        worker = self._checkout(limits)
+        while (worker := self._checkout(limits)) is None:
+            await asyncio.sleep(_WAIT_FOR_PROCESS)
         try:
             await worker.wait_ready()
             worker.send(program, input_text)
             response = await worker.answer(limits.timeout)
         except _Died:
             worker.kill()
-            raise _too_large(limits, expression) from None
+            raise _died(worker, limits, expression) from None
         except BaseException:  # cancelled (a state timeout): the process may still be busy
             worker.kill()
             raise
@@ -238,7 +238,8 @@ class EvaluatorPool:
             raise _too_large(limits, expression)
         raise jq_failure(body.decode("utf-8", "replace"), expression)
 
-    def _checkout(self, limits: EvaluationLimits) -> EvaluatorProcess:
+    def _checkout(self, limits: EvaluationLimits) -> EvaluatorProcess | None:
+        """An idle process with these limits, else a new one, else ``None`` (all slots busy)."""
         key = _key(limits)
         with self._lock:
             for index, worker in enumerate(self._idle):
@@ -248,11 +249,13 @@ class EvaluatorPool:
                         return worker
                     worker.kill()
                     break
-        return self._start(limits)
-
-    def _start(self, limits: EvaluationLimits) -> EvaluatorProcess:
+            if not self._slots.acquire(blocking=False):
+                if not self._idle:
+                    return None
+                self._idle.pop(0).kill()  # idle with other limits: make room
+                self._slots.acquire(blocking=False)
         self.started += 1
-        return EvaluatorProcess(limits)
+        return EvaluatorProcess(limits, self._slots.release)
 
     def _release(self, worker: EvaluatorProcess) -> None:
         with self._lock:
@@ -271,6 +274,13 @@ def _input_text(data: Any, expression: str) -> str:
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ExpressionError(f"expression input is not JSON: {exc}", expression=expression) from None
+
+
+def _died(worker: EvaluatorProcess, limits: EvaluationLimits, expression: str) -> ExpressionError:
+    if not worker.ready:
+        return ExpressionError("the evaluator process did not start (is the jq package installed?)",
+                               expression=expression)
+    return _too_large(limits, expression)
 
 
 def _too_large(limits: EvaluationLimits, expression: str) -> ExpressionTooLarge:

@@ -8,8 +8,8 @@ library and ``jq``: it starts in a few tens of milliseconds.
 Protocol (both ways, frames of a 4-byte big-endian length then the bytes):
 request = program text, input JSON text; response = one status byte and one frame:
 ``O`` + JSON array of the outputs, ``E`` + libjq's error message, ``L`` + the size reached.
-The process writes ``R`` once when it is ready, sets ``RLIMIT_AS`` from its first argument, and
-exits when its input closes.
+The process writes ``R`` once when it is ready, sets ``RLIMIT_AS`` from its first argument, runs
+at a lower priority than its parent (``nice`` +5), and exits when its input closes.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def main() -> None:
     import jq
 
     memory, max_bytes = int(sys.argv[1]), int(sys.argv[2])
+    os.nice(5)  # a runaway evaluation yields the CPU to the interpreter's event loop first
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     requests, responses = sys.stdin.buffer, sys.stdout.buffer

@@ -46,6 +46,9 @@ _WRAPPED = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 _EMBEDDED = re.compile(r"\$\{(?P<body>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
 
 
+#: What :meth:`JqExpression.evaluate_now` returns when the evaluation needs the evaluator pool.
+PENDING: Any = object()
+
 #: A libjq program not compiled yet: texts the pure-Python evaluator covers are compiled by libjq
 #: only when an evaluation falls back to it (~5 ms each, most of a cold start's load time).
 #: Safe because every text ``fast_path`` parses is valid jq (tests/definition/test_lazy_jq_compile.py).
@@ -105,20 +108,34 @@ class JqExpression:
         outputs = _isolated_blocking(self._pool_program(path=False), self.text, data, self._bound, variables)
         return _single(outputs, self.text)
 
+    def evaluate_now(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        """The result when this thread can compute it at once (the pure-Python subset, or its
+        linear libjq fallback), else :data:`PENDING`: then await :meth:`evaluate_async`. The
+        interpreter's hot path uses it so that an in-process evaluation costs no coroutine."""
+        if self._fast is None:
+            return PENDING
+        try:
+            return self._fast(data)
+        except Isolate:
+            return PENDING
+        except Fallback:
+            return _single(self.evaluate_all(data, variables), self.text)
+
     async def evaluate_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
         """:meth:`evaluate` for coroutines: an isolated evaluation is awaited, not waited for."""
-        if self._fast is not None:
-            try:
-                return self._fast(data)
-            except Isolate:
-                pass
-            except Fallback:
-                return _single(self.evaluate_all(data, variables), self.text)
+        value = self.evaluate_now(data, variables)
+        if value is not PENDING:
+            return value
         outputs = await _isolated(self._pool_program(path=False), self.text, data, self._bound, variables)
         return _single(outputs, self.text)
 
     async def evaluate_condition_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
         return await self.evaluate_async(data, variables) is True
+
+    def condition_now(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        """:meth:`evaluate_condition` when it can be computed at once, else :data:`PENDING`."""
+        value = self.evaluate_now(data, variables)
+        return value if value is PENDING else value is True
 
     def evaluate_condition(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
         """Only a JSON ``true`` selects a branch: null, false and non-booleans do not."""

@@ -93,6 +93,12 @@ class JsonPathExpression:
     async def evaluate_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
         return self.evaluate(data, variables)
 
+    def evaluate_now(self, data: Any, variables: Mapping[str, Any] | None = None) -> Any:
+        return self.evaluate(data, variables)
+
+    def condition_now(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
+        return self.evaluate_condition(data, variables)
+
     async def evaluate_condition_async(self, data: Any, variables: Mapping[str, Any] | None = None) -> bool:
         return self.evaluate_condition(data, variables)
 

@@ -15,6 +15,7 @@ import json
 from typing import Any, Coroutine
 
 from xflow_runtime.engine.port import EnginePort
+from xflow_runtime.expressions import PENDING
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.errors import ERROR_MESSAGE
 from xflow_runtime.interpreter.actions import run_actions
@@ -99,7 +100,8 @@ class Instance:
         raw_input = data
         try:
             if state.filter.input is not None:
-                data = await state.filter.input.evaluate_async(data, self.variables)
+                value = state.filter.input.evaluate_now(data, self.variables)  # no coroutine when in-process
+                data = await state.filter.input.evaluate_async(data, self.variables) if value is PENDING else value
             handler = state_handler(state.type)
             if handler is None:
                 raise Failure(f"no handler for state type '{state.type}'", code="unsupportedState")
@@ -113,7 +115,8 @@ class Instance:
             if state.error_message is not None:
                 _fail_with_error_message(state, data, self.variables)
             if state.filter.output is not None:
-                data = await state.filter.output.evaluate_async(data, self.variables)
+                value = state.filter.output.evaluate_now(data, self.variables)  # no coroutine when in-process
+                data = await state.filter.output.evaluate_async(data, self.variables) if value is PENDING else value
         except Exception as exc:  # noqa: BLE001 - matched against onErrors below
             failure = Failure.from_exception(exc)
             if not failure.has_data and self.progress:

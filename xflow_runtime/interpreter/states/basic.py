@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from xflow_runtime.errors import NO_CONDITION_MATCHED
-from xflow_runtime.expressions import merge
+from xflow_runtime.expressions import PENDING, merge
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
 from xflow_runtime.interpreter.failures import Failure
@@ -27,7 +27,10 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     if state.data_conditions:
         variables = run.variables
         for condition in state.data_conditions:
-            if await condition.condition.evaluate_condition_async(data, variables):
+            chosen = condition.condition.condition_now(data, variables)  # no coroutine when in-process
+            if chosen is PENDING:
+                chosen = await condition.condition.evaluate_condition_async(data, variables)
+            if chosen:
                 return data, condition.exit
         return data, _default(state)
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
