@@ -2,7 +2,7 @@
 """Run every benchmark of ``bench/`` with its baseline and write one table: figure, baseline,
 ratio, target, met or not — in Markdown and JSON.
 
-    python3 bench/run_all.py [--out DIR] [--only NAME,…]   # the report (tens of minutes)
+    python3 bench/run_all.py [--out DIR] [--only NAME,…]   # the report (~45 minutes; DIR: .bench/report)
     python3 bench/run_all.py --quick                       # CI: every benchmark still runs
 
 Each benchmark runs in a process of its own and prints ``BENCH name key=value …`` lines; the
@@ -225,7 +225,7 @@ def markdown(rows: list[Row], failures: dict[str, str], quick: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny inputs: check every benchmark still runs")
-    parser.add_argument("--out", type=Path, default=Path("bench-report"), help="folder for report.md/report.json")
+    parser.add_argument("--out", type=Path, default=Path(".bench/report"), help="folder for report.md/report.json")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per benchmark")
     args = parser.parse_args()
