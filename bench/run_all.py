@@ -186,7 +186,7 @@ BENCHMARKS = (
 )
 
 
-def run(benchmark: Benchmark, quick: bool, timeout: float) -> tuple[list[Row], str | None]:
+def run(benchmark: Benchmark, quick: bool, timeout: float, out: Path) -> tuple[list[Row], str | None]:
     command = [sys.executable, str(BENCH / benchmark.script), *(benchmark.quick if quick else benchmark.full)]
     started = time.perf_counter()
     try:
@@ -195,6 +195,7 @@ def run(benchmark: Benchmark, quick: bool, timeout: float) -> tuple[list[Row], s
     except subprocess.TimeoutExpired:
         return [], f"timed out after {timeout:.0f} s"
     print(f"# {benchmark.name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    (out / f"{benchmark.name}.out").write_text(done.stdout + done.stderr)  # every line, for the record
     if done.returncode != 0:
         return [], f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
     try:
@@ -233,12 +234,12 @@ def main() -> int:
     timeout = args.timeout or (300.0 if args.quick else 3600.0)
     rows: list[Row] = []
     failures: dict[str, str] = {}
+    args.out.mkdir(parents=True, exist_ok=True)
     for benchmark in chosen:
-        found, failure = run(benchmark, args.quick, timeout)
+        found, failure = run(benchmark, args.quick, timeout, args.out)
         rows += found
         if failure:
             failures[benchmark.name] = failure
-    args.out.mkdir(parents=True, exist_ok=True)
     report = markdown(rows, failures, args.quick)
     (args.out / "report.md").write_text(report)
     (args.out / "report.json").write_text(json.dumps(
