@@ -2,7 +2,7 @@
 """Run every benchmark of ``bench/`` with its baseline and write one table: figure, baseline,
 ratio, target, met or not — in Markdown and JSON.
 
-    python3 bench/run_all.py [--out DIR] [--only NAME,…]   # the report (tens of minutes)
+    python3 bench/run_all.py [--out DIR] [--only NAME,…]   # the report (~45 minutes; DIR: .bench/report)
     python3 bench/run_all.py --quick                       # CI: every benchmark still runs
 
 Each benchmark runs in a process of its own and prints ``BENCH name key=value …`` lines; the
@@ -186,7 +186,7 @@ BENCHMARKS = (
 )
 
 
-def run(benchmark: Benchmark, quick: bool, timeout: float) -> tuple[list[Row], str | None]:
+def run(benchmark: Benchmark, quick: bool, timeout: float, out: Path) -> tuple[list[Row], str | None]:
     command = [sys.executable, str(BENCH / benchmark.script), *(benchmark.quick if quick else benchmark.full)]
     started = time.perf_counter()
     try:
@@ -195,6 +195,7 @@ def run(benchmark: Benchmark, quick: bool, timeout: float) -> tuple[list[Row], s
     except subprocess.TimeoutExpired:
         return [], f"timed out after {timeout:.0f} s"
     print(f"# {benchmark.name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    (out / f"{benchmark.name}.out").write_text(done.stdout + done.stderr)  # every line, for the record
     if done.returncode != 0:
         return [], f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
     try:
@@ -225,7 +226,7 @@ def markdown(rows: list[Row], failures: dict[str, str], quick: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny inputs: check every benchmark still runs")
-    parser.add_argument("--out", type=Path, default=Path("bench-report"), help="folder for report.md/report.json")
+    parser.add_argument("--out", type=Path, default=Path(".bench/report"), help="folder for report.md/report.json")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per benchmark")
     args = parser.parse_args()
@@ -233,12 +234,12 @@ def main() -> int:
     timeout = args.timeout or (300.0 if args.quick else 3600.0)
     rows: list[Row] = []
     failures: dict[str, str] = {}
+    args.out.mkdir(parents=True, exist_ok=True)
     for benchmark in chosen:
-        found, failure = run(benchmark, args.quick, timeout)
+        found, failure = run(benchmark, args.quick, timeout, args.out)
         rows += found
         if failure:
             failures[benchmark.name] = failure
-    args.out.mkdir(parents=True, exist_ok=True)
     report = markdown(rows, failures, args.quick)
     (args.out / "report.md").write_text(report)
     (args.out / "report.json").write_text(json.dumps(

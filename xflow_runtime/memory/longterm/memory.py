@@ -54,6 +54,7 @@ class LongTermMemory:
                  block_template: str | None = None, today: Callable[[], date] | None = None):
         self._engine = engine
         self.options = options or LongTermOptions()
+        search_pg.configure_engine(engine, self.options.candidates_per_source)
         self.block_template = block_template
         self._embedder = Embedder(self.options)
         self._runner = ExtractionRunner(engine, self.options, self._embedder, today)

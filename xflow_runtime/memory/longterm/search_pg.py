@@ -1,10 +1,13 @@
-"""PostgreSQL hybrid candidates in one round trip: the semantic list (scope-first exact search),
-the keyword list and the rows of both, from one statement.
+"""PostgreSQL hybrid candidates in one round trip: the semantic list, the keyword list and the
+rows of both, from one statement.
 
-The scope's vectors are counted (bounded by ``exact_threshold + 1``, on the scope index) and
-read only when there are at most ``exact_threshold``; otherwise the statement's semantic list is
-empty and :func:`search_sql.semantic` takes the HNSW path (large scopes are rare; small ones are
-the hot path and cost one round trip).
+The scope's vectors are counted (bounded by ``exact_threshold + 1``, on the scope index). At most
+``exact_threshold``: they are read and ranked exactly (scope first). More: the same statement
+takes the model's HNSW index with an iterative scan instead (the other branch is a one-time
+filter that is never executed). The scan's settings are session settings of every connection
+(:func:`configure_engine`), so a search at any scope size is one round trip; only an HNSW scan
+that returned fewer than k rows (never seen, but pgvector does not promise) costs a second, exact
+one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, event
 
 from xflow_runtime.memory.longterm import search_sql
 from xflow_runtime.memory.longterm.records import Memory
@@ -25,6 +28,8 @@ _SCOPE = ("m.tenant_id = %(tenant)s AND m.agent_id = %(agent)s AND m.user_id = %
           "AND m.kind = ANY(%(kinds)s)")
 _TSV = "m.search_vector"  # stored generated column (migration 0002)
 
+# The model and dimension of the HNSW branch are literals ({model}, {dim}, filled per model) so the
+# planner matches the model's partial HNSW index; the branch not taken is a one-time filter.
 _SEMANTIC = f"""
 counted AS (
   SELECT count(*) AS n FROM (SELECT 1 FROM xflow_memories m
@@ -33,8 +38,15 @@ scoped AS MATERIALIZED (
   SELECT m.id, m.embedding FROM xflow_memories m
   WHERE {_SCOPE} AND m.embedding_model = %(model)s AND m.embedding_dim = %(dim)s
     AND (SELECT n FROM counted) < %(cap)s),
+approximate AS (
+  SELECT m.id, (m.embedding::vector({{dim}})) <=> %(q)s::vector({{dim}}) AS distance FROM xflow_memories m
+  WHERE {_SCOPE} AND m.embedding_model = {{model}} AND m.embedding_dim = {{dim}}
+    AND (SELECT n FROM counted) >= %(cap)s
+  ORDER BY distance LIMIT %(k)s),
 nearest AS (
-  SELECT id, embedding <=> %(q)s::vector AS distance FROM scoped ORDER BY distance, id LIMIT %(k)s),
+  SELECT id, embedding <=> %(q)s::vector AS distance FROM scoped
+  UNION ALL SELECT id, distance FROM approximate
+  ORDER BY distance, id LIMIT %(k)s),
 semantic AS (
   SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM nearest)"""
 
@@ -56,8 +68,10 @@ class Candidates:
     rows: dict[str, Memory]
 
 
-def _statement(semantic: bool, keyword: bool) -> str:
-    parts = ([_SEMANTIC] if semantic else []) + ([_KEYWORD] if keyword else [])
+def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int | None = None) -> str:
+    parts = [_KEYWORD] if keyword else []
+    if semantic:
+        parts.insert(0, _SEMANTIC.format(model=search_sql._sql_literal(model or ""), dim=int(dim or 0)))
     selects = [f"SELECT id, list, rank FROM {name}"
                for name, on in (("semantic", semantic), ("keyword", keyword)) if on]
     if semantic:  # one extra row carries the bounded count of the scope's vectors
@@ -65,7 +79,30 @@ def _statement(semantic: bool, keyword: bool) -> str:
     return "WITH " + ",".join(parts) + _SELECT.format(lists=" UNION ALL ".join(selects))
 
 
-_STATEMENTS = {(s, k): _statement(s, k) for s in (True, False) for k in (True, False) if s or k}
+_STATEMENTS: dict[tuple[bool, bool, str | None, int | None], str] = {}
+
+
+def _statement_for(semantic: bool, keyword: bool, model: str | None, dim: int | None) -> str:
+    key = (semantic, keyword, model, dim) if semantic else (False, keyword, None, None)
+    statement = _STATEMENTS.get(key)
+    if statement is None:
+        statement = _STATEMENTS.setdefault(key, _statement(*key))
+    return statement
+
+
+def configure_engine(engine: Engine, k: int) -> None:
+    """Every new PostgreSQL connection of ``engine`` gets the HNSW scan settings the semantic list
+    needs (iterative scan, so a filtered scan returns k rows; ``ef_search`` from k): set once per
+    connection, not per search. Other statements are not affected (no other query scans HNSW)."""
+    if engine.dialect.name != "postgresql":
+        return
+    settings = f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {max(40, 2 * int(k))}"
+
+    @event.listens_for(engine, "connect")
+    def _hnsw_settings(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(settings)
+        dbapi_connection.commit()
 
 
 def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str], query: str,
@@ -85,19 +122,19 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
         params["words"] = " | ".join(f"'{word}'" for word in words)
     ranked: dict[str, list[tuple[int, str]]] = {}
     in_scope = 0
-    for row in connection.exec_driver_sql(_STATEMENTS[(semantic, keyword)], params):
+    statement = _statement_for(semantic, keyword, model, len(vector) if semantic else None)  # type: ignore[arg-type]
+    for row in connection.exec_driver_sql(statement, params):
         if row.list == "count":
             in_scope = row.rank
             continue
         ranked.setdefault(row.list, []).append((row.rank, row.id))
         rows[row.id] = Memory(id=row.id, kind=row.kind, content=row.content, title=row.title,
                               tags=tuple(row.tags if isinstance(row.tags, list) else json.loads(row.tags or "[]")))
-    too_many = semantic and in_scope > exact_threshold
     for name, entries in ranked.items():
         lists[name] = [memory_id for _, memory_id in sorted(entries)]
     if semantic:
         lists.setdefault("semantic", [])
-    if too_many:  # a large scope: the HNSW path (verified complete) replaces the truncated list
+    if semantic and in_scope > exact_threshold and len(lists["semantic"]) < k:  # HNSW came back short
         lists["semantic"] = [memory_id for memory_id, _ in search_sql.semantic_large_scope(
             connection, scope, kinds, model, vector, k)]  # type: ignore[arg-type]
     if not keyword:

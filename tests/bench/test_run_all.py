@@ -1,0 +1,67 @@
+"""The report of ``bench/run_all.py`` read from ``BENCH`` lines (pure: no benchmark runs here; CI
+runs ``bench/run_all.py --quick``, specs/performance.md §1)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+RUN_ALL = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
+
+
+@pytest.fixture(scope="module")
+def run_all() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_run_all", RUN_ALL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+DURABLE = """noise
+BENCH overhead_inprocess steps=10000 total_s=0.300 per_state_us=30.0
+BENCH overhead_langgraph steps=10000 total_s=9.000 per_step_us=900.0 version=1.2.24
+BENCH overhead_ratio langgraph_over_xflow=30.0 target=30 load=5.0
+BENCH durable_sqlite effects=100 rounds=7 per_effect_ms=2.50 raw_dbos_per_effect_ms=2.20 ratio=1.14 best_ratio=1.10 target=1.2 load=4.0
+BENCH durable_postgres effects=100 rounds=7 per_effect_ms=3.00 raw_dbos_per_effect_ms=2.40 ratio=1.25 best_ratio=1.2 target=1.2 load=4.5
+"""
+
+
+def test_rows_judge_each_target_on_the_figures_of_the_run(run_all: ModuleType) -> None:
+    rows = run_all.durable_rows(run_all.parse_lines(DURABLE), False)
+    assert [(r.what, r.ratio, r.met, r.load) for r in rows] == [
+        ("durable cost per effect (sqlite)", 1.14, True, 4.0),
+        ("durable cost per effect (postgres)", 1.25, False, 4.5),
+        ("in-process overhead per state", 30.0, True, 5.0)]
+
+
+def test_quick_mode_judges_nothing(run_all: ModuleType) -> None:
+    rows = run_all.durable_rows(run_all.parse_lines(DURABLE), True)
+    assert {r.met for r in rows} == {None}
+
+
+def test_a_missing_line_is_reported_not_guessed(run_all: ModuleType) -> None:
+    with pytest.raises(KeyError, match="durable_postgres"):
+        run_all.durable_rows(run_all.parse_lines(DURABLE.replace("BENCH durable_postgres", "# ")), False)
+
+
+def test_quoted_values_and_incomplete_searches(run_all: ModuleType) -> None:
+    lines = run_all.parse_lines(
+        'BENCH chat_window_query_plan n=10 plan="SEARCH a USING INDEX b (x=?)"\n'
+        "BENCH hybrid_search scope=20000 p95_ms=4.10 complete=0.990 load=3.0\n"
+        "BENCH pgvector_default scope=20000 p95_ms=2.05 complete=0.300\n")
+    assert lines[0] == ("chat_window_query_plan", {"n": 10.0, "plan": "SEARCH a USING INDEX b (x=?)"})
+    [row] = run_all.hybrid_rows(lines, False)
+    assert row.met is False and row.ratio == pytest.approx(2.0)  # fast, but not complete
+
+
+def test_the_markdown_table_has_a_row_per_figure_and_per_failure(run_all: ModuleType) -> None:
+    rows = run_all.durable_rows(run_all.parse_lines(DURABLE), False)
+    table = run_all.markdown(rows, {"cold_start": "exit 1: boom"}, False)
+    assert table.count("\n| ") == 2 + len(rows) + 1
+    assert "| **met** |" in table and "| cold_start | failed: exit 1: boom |" in table
