@@ -106,6 +106,7 @@ def test_every_command_prints_json_with_the_json_flag(cli, workdir: Path, script
     assert ISO.match(chat["updated_at"])
     assert len(run("memory", "history", chat["id"], lines=True)) == 4
     created = run("memory", "memories", "create", "--agent", "concierge", "--title", "Tone", "--content", "brief")
+    assert ISO.match(created["created_at"]) and ISO.match(created["updated_at"])
     assert run("memory", "memories", "get", str(created["id"]), "--agent", "concierge")["title"] == "Tone"
     assert run("memory", "memories", "update", str(created["id"]), "--agent", "concierge",
                "--content", "very brief")["content"] == "very brief"

@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from xflow_runtime.cli.memory import run_async
+from xflow_runtime.cli.output import timestamp
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -98,8 +99,10 @@ def _scope(args: argparse.Namespace) -> Any:
 
 
 def _print(memory: Any, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(memory.to_dict(), ensure_ascii=False, sort_keys=True))
+    if as_json:  # times with their zone (SQLite hands them back without it)
+        times = {name: timestamp(getattr(memory, name)) for name in ("created_at", "updated_at")
+                 if getattr(memory, name, None) is not None}
+        print(json.dumps({**memory.to_dict(), **times}, ensure_ascii=False, sort_keys=True))
     elif memory.kind == "memory":
         tags = f" [{', '.join(memory.tags)}]" if memory.tags else ""
         print(f"{memory.id}  {memory.title}{tags}: {memory.content}")
