@@ -43,6 +43,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),
     "keys revoke": ("xflow keys revoke 5f0c…",),
+    "tasks": ("xflow tasks list --url http://127.0.0.1:8080 --json", "xflow tasks claim 1f9c…",
+              "xflow tasks complete 1f9c… --data '{\"approved\": true}'"),
     "memory consent": ("xflow memory consent ann --refuse", "xflow memory consent ann --show --json"),
     "completion": ("xflow completion bash > ~/.local/share/bash-completion/completions/xflow",
                    "xflow completion zsh > \"${fpath[1]}/_xflow\""),
