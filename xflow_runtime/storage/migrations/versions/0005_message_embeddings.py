@@ -16,8 +16,8 @@ from alembic import op
 
 from xflow_runtime.storage.longterm_models import EmbeddingType
 
-revision = "0004_message_embeddings"
-down_revision = "0003_service_api_keys"
+revision = "0005_message_embeddings"
+down_revision = "0004_user_tasks"
 branch_labels = None
 depends_on = None
 
