@@ -1,7 +1,7 @@
 """message embeddings: one vector per chat message (its contextual text), for semantic search
 over the chat archive
 
-Revision ID: 0004_message_embeddings
+Revision ID: 0005_message_embeddings
 Revises: 0002_longterm_memory
 
 The rows go with their message (foreign key ``ON DELETE CASCADE``: deleting a chat, clearing a
