@@ -2,7 +2,7 @@
 over the chat archive
 
 Revision ID: 0005_message_embeddings
-Revises: 0002_longterm_memory
+Revises: 0004_user_tasks
 
 The rows go with their message (foreign key ``ON DELETE CASCADE``: deleting a chat, clearing a
 memoryId or erasing a user removes them). ``embedding_model`` is the space key (model + its
