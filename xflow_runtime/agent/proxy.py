@@ -33,12 +33,12 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     chat_scope = _chat_scope(state, data, run)
     store = conversations_for(_root(run), persistent=not _instance_scoped(state))
     history = await store.load(chat_scope, state.memory.policy, model=_WINDOW_MODEL, step=f"{scope}/memory-load:1")
-    user_text = state.user_message.render(data, variables)
+    user_text = await state.user_message.render_async(data, variables)
     arguments = {
         "workflowId": run.plan.workflow_id,
         "agentConfig": {"agentName": state.agent_name,
                         "systemMessage": None if state.system_message is None
-                        else state.system_message.render(data, variables)},
+                        else await state.system_message.render_async(data, variables)},
         "agentContext": {"userMessage": user_text, "messages": history,
                          "memoryId": getattr(chat_scope, "memory_id", None)},
     }
@@ -48,16 +48,16 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
                                     {"role": "assistant", "content": agent_outcome["log"]}],
                        model=_WINDOW_MODEL, step=f"{scope}/memory-append:1")
     bound = outcome_variables(variables, agent_outcome)
-    outcome = select_outcome(state.outcomes, data, bound)
+    outcome = await select_outcome(state.outcomes, data, bound)
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
                                 code="AgentNoOutcome")
-        data = apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
+        data = await apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
         exit_ = None
     else:
-        data, exit_ = apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
-    return (data if state.data_filter is None else state.data_filter.evaluate(data, variables)), exit_
+        data, exit_ = await apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
+    return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
 
 
 def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:

@@ -45,21 +45,21 @@ async def handle_user_proxy(state: UserProxyState, data: Any, run: Any, scope: s
         collected = await _facilitate(state, data, run, scope)
         agent_outcome = {"returnValues": collected, "log": json.dumps(collected)}
     variables = outcome_variables(run.variables, agent_outcome)
-    outcome = select_outcome(state.outcomes, data, variables)
+    outcome = await select_outcome(state.outcomes, data, variables)
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
                                 code="AgentNoOutcome")
-        return _finish(state, apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
-    return _finish(state, apply_outcome_filter(outcome.filter, data, agent_outcome, variables), run), outcome.exit
+        return _finish(state, await apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
+    return _finish(state, await apply_outcome_filter(outcome.filter, data, agent_outcome, variables), run), outcome.exit
 
 
 async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
     prompt = state.relay_text or state.user_message
-    text = "" if prompt is None else prompt.render(data, run.variables)
+    text = "" if prompt is None else await prompt.render_async(data, run.variables)
     media = [dict(m) for m in state.relay_medias]
     if state.relay_media_exp is not None:
-        extra = state.relay_media_exp.evaluate(data, run.variables)
+        extra = await state.relay_media_exp.evaluate_async(data, run.variables)
         media += [{"url": u} if isinstance(u, str) else u for u in (extra if isinstance(extra, list) else [extra])
                   if u is not None]
     run.record(AGENT_REPLY, state=state.name, turn=1, reply=text, media=media, outcome=None)
@@ -69,7 +69,7 @@ async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
 async def _facilitate(state: UserProxyState, data: Any, run: Any, scope: str) -> dict[str, Any]:
     known = _known(state, data, run)
     history: list[dict[str, Any]] = []
-    user_text = state.user_message.render(data, run.variables) if state.user_message is not None else "Hello."
+    user_text = await state.user_message.render_async(data, run.variables) if state.user_message is not None else "Hello."
     counters, client = Counters(), _client(run)
     problems: list[str] = []
     turn = 0

@@ -43,7 +43,7 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
         "candidate_users": _names(state.candidate_users, data, variables, "candidateUsers"),
         "candidate_groups": _names(state.candidate_groups, data, variables, "candidateGroups"),
         "due_at": _due(state, data, variables, now),
-        "input": data if state.data_filter is None else state.data_filter.evaluate(data, variables),
+        "input": data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables),
         "form_schema": None if state.form_schema is None else dict(state.form_schema.schema),
         "status": "open" if _one(state.assignee, data, variables, "assignee") is None else "claimed",
     }
@@ -68,7 +68,7 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
             raise WorkflowError(f"task '{state.task_key}' was not completed by its due date", name="timeout",
                                 code="timeout")
         return data, state.on_timeout
-    return _completed(state, data, variables, {"returnValues": payload.get("data"),
+    return await _completed(state, data, variables, {"returnValues": payload.get("data"),
                                                "completedBy": payload.get("completedBy"),
                                                "taskId": task_id, "taskKey": state.task_key})
 
@@ -128,16 +128,16 @@ def _checked(state: UserTaskState, body: Mapping[str, Any]) -> Mapping[str, Any]
     return body
 
 
-def _completed(state: UserTaskState, data: Any, variables: Mapping[str, Any],
+async def _completed(state: UserTaskState, data: Any, variables: Mapping[str, Any],
                task_outcome: dict[str, Any]) -> tuple[Any, Exit | None]:
     bound = {**variables, "taskOutcome": task_outcome}
-    outcome = select_outcome(state.outcomes, data, bound)
+    outcome = await select_outcome(state.outcomes, data, bound)
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"task '{state.task_key}': no outcome matched and the state has no transition",
                                 code="TaskNoOutcome")
-        return apply_outcome_filter(_DEFAULT, data, task_outcome, bound), None
-    return apply_outcome_filter(outcome.filter, data, task_outcome, bound), outcome.exit
+        return await apply_outcome_filter(_DEFAULT, data, task_outcome, bound), None
+    return await apply_outcome_filter(outcome.filter, data, task_outcome, bound), outcome.exit
 
 
 def _one(template: Any, data: Any, variables: Mapping[str, Any], field: str) -> str | None:
