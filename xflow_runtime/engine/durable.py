@@ -264,7 +264,7 @@ class DurableEngine:
     async def status(self, instance_id: str) -> Any | None:
         return await DBOS.get_workflow_status_async(instance_id)
 
-    async def list(self, *, status: str | None = None, limit: int | None = None) -> list[Any]:
+    async def list(self, *, status: str | list[str] | None = None, limit: int | None = None) -> list[Any]:
         """Instances, newest first."""
         return await DBOS.list_workflows_async(name=WORKFLOW_NAME, status=status, limit=limit,
                                                sort_desc=True)

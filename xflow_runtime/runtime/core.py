@@ -324,9 +324,9 @@ class Runtime:
 
     # --- inspection (durable) --------------------------------------------------------------------
     async def list_instances(self, *, limit: int | None = 50,
-                             status: str | None = None) -> list[dict[str, Any]]:
+                             status: str | list[str] | None = None) -> list[dict[str, Any]]:
         """The most recent durable instances, newest first (id, status, workflow, tenant, user,
-        times); ``status`` a DBOS status (``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
+        times); ``status`` DBOS statuses (``PENDING``, ``ENQUEUED``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
         engine = await self._require_durable("list instances")
         return [execution.describe_status(s) for s in await engine.list(limit=limit, status=status)]
 

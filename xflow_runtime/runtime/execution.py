@@ -54,9 +54,9 @@ class Services:
             self.chat_memory = LazyChatMemory(url)
         self.long_term_memory: "LazyLongTermMemory | None" = None  # same database as chat memory: one erasure covers both
         if url is not None:
-            from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
+            from xflow_runtime.agent import longterm_hook
 
-            self.long_term_memory = LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
+            self.long_term_memory = longterm_hook.LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
         self.tasks: "TaskStore | None" = None  # user tasks: the same database, opened on first use
         if url is not None:
             from xflow_runtime.usertask.store import TaskStore

@@ -61,7 +61,8 @@ async def _accept(state: ServiceState, principal: Principal, event: dict[str, An
         await state.runtime.send_event(event, instance_id=instance_id)
         started.append(instance_id)
     delivered = 0
-    for row in await state.runtime.list_instances(limit=None, status="PENDING"):
+    # ENQUEUED too: a resumed instance is queued before it runs again, and keeps its events
+    for row in await state.runtime.list_instances(limit=None, status=["PENDING", "ENQUEUED"]):
         if row["instance_id"] in started or not principal.may_see(row.get("tenant"), row.get("user")):
             continue
         if not correlates(row.get("labels") or {}, event):
