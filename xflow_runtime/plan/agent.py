@@ -118,7 +118,7 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
         system_message=compile_prompt(raw.get("systemMessage") or DEFAULT_SYSTEM_MESSAGE, f"{where}/systemMessage"),
         user_message=compile_prompt(require(raw, "userMessage", where), f"{where}/userMessage"),
         output=None if output_raw is None else compile_schema(output_raw, f"{where}/output", ctx.base_dir),
-        tools=_tools(raw.get("tools"), ctx, f"{where}/tools"),
+        tools=_tools([*(raw.get("tools") or ()), *_collaborator_tools(raw.get("collaborators"))], ctx, f"{where}/tools"),
         max_tool_executions=max_tools,
         memory=_memory(raw.get("memory"), f"{where}/memory"),
         long_term=_long_term(raw, where),
@@ -155,6 +155,19 @@ def _tools(raw: Any, ctx: CompileContext, where: str) -> tuple[AgentTool, ...]:
             metadata=dict(item.get("metadata") or {}),
         ))
     return tuple(tools)
+
+
+#: What a supervisor's model sends a collaborator (specs/states-human.md §8).
+COLLABORATOR_PARAMETERS = {"type": "object", "required": ["request"], "additionalProperties": False,
+                           "properties": {"request": {"type": "string", "description": "What to do or answer"}}}
+
+
+def _collaborator_tools(raw: Any) -> list[dict[str, Any]]:
+    """``collaborators`` are tools bound to their sub-workflows, taking ``{request}``."""
+    return [{"name": item.get("name"), "parameters": {"schema": COLLABORATOR_PARAMETERS},
+             "description": item.get("description") or f"Delegate to the collaborator agent {item.get('name')}.",
+             "execution": {"subFlowRef": item.get("subFlowRef")}}
+            for item in raw or () if isinstance(item, Mapping)]
 
 
 def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> FunctionRef | SubFlowRef:

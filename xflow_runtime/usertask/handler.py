@@ -36,26 +36,25 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
     root = _root(run)
     now = await run.port.now()
     task_id = await run.port.new_id()
+    assignee = _one(state.assignee, data, variables, "assignee")
     fields = {
         "id": task_id, "tenant_id": run.context.services.identity.tenant, "instance_id": root.instance_id,
         "workflow_id": run.plan.workflow_id, "state_name": state.name, "task_key": state.task_key,
-        "form_key": state.form_key, "assignee": _one(state.assignee, data, variables, "assignee"),
+        "form_key": state.form_key, "assignee": assignee,
         "candidate_users": _names(state.candidate_users, data, variables, "candidateUsers"),
         "candidate_groups": _names(state.candidate_groups, data, variables, "candidateGroups"),
         "due_at": _due(state, data, variables, now),
         "input": data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables),
         "form_schema": None if state.form_schema is None else dict(state.form_schema.schema),
-        "status": "open" if _one(state.assignee, data, variables, "assignee") is None else "claimed",
+        "status": "open" if assignee is None else "claimed", "claimed_by": assignee,
     }
-    fields["claimed_by"] = fields["assignee"]
     store = getattr(run.context.services, "tasks", None)
     if store is not None:
         await run.port.run_step(f"{scope}/task-create", lambda: asyncio.to_thread(_created, store, fields))
     attributes = {TASK_ID_ATTRIBUTE: task_id, TASK_KEY_ATTRIBUTE: state.task_key}
     await run.emit(_produced(CREATED), _public(fields), attributes, f"{scope}/task-created")
     run.record("task_created", state=state.name, task_id=task_id, task_key=state.task_key)
-    resolution = await _wait(state, run, scope, store, task_id, fields["due_at"])
-    kind, payload = resolution
+    kind, payload = await _wait(state, run, scope, store, task_id, fields["due_at"])
     run.record(f"task_{kind}", state=state.name, task_id=task_id, task_key=state.task_key)
     if kind == "deleted":
         if state.on_delete is None:
