@@ -115,7 +115,7 @@ class JqExpression:
         if self._fast is None:
             return PENDING
         try:
-            return self._run_fast(data, variables)
+            return self._fast(data) if not self._bound else self._run_fast(data, variables)
         except Isolate:
             return PENDING
         except Fallback:
