@@ -32,7 +32,7 @@ ROUNDS = 3
 EXPRESSIONS = {
     "select": ("[.items[] | select(.price > 10) | .name]",
                {"items": [{"name": f"n{i}", "price": i * 3} for i in range(8)]}),
-    "constant": ("$CONST.limit + .n", {"n": 1}),
+    "constant": ("$CONST.limit + .n | tostring", {"n": 1}),
     "update": (".i += 1", {"i": 1, "n": 5}),
 }
 

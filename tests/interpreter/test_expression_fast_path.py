@@ -115,13 +115,35 @@ def test_fast_path_agrees_with_libjq(text, data):
     assert _canonical(compile_expression(text).evaluate(data, VARIABLES)) == _canonical(expected[0])
 
 
+_variable_expressions = st.recursive(
+    _leaves | st.sampled_from(["$CONST", "$CONST.a", "$CONST.a.b", "$WORKFLOW.id"]), _combine, max_leaves=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_variable_expressions, _inputs, _values)
+def test_fast_path_with_variables_agrees_with_libjq(text, data, constant):
+    """``$CONST``, ``$SECRETS``, ``$WORKFLOW`` and declared extras are read in-process too."""
+    from xflow_runtime.errors import ExpressionError
+
+    variables = {"CONST": constant, "WORKFLOW": {"id": "w"}}
+    program = _jq.compile(f".[1] as $CONST | .[2] as $WORKFLOW | .[0] | ({text})")
+    try:
+        expected = program.input_value([data, constant, variables["WORKFLOW"]]).all()
+    except ValueError:
+        with pytest.raises(ExpressionError):
+            compile_expression(text).evaluate(data, variables)
+        return
+    assert len(expected) == 1
+    assert _canonical(compile_expression(text).evaluate(data, variables)) == _canonical(expected[0])
+
+
 @pytest.mark.parametrize("text", [".i < .n", "{i: (.i + 1), n: .n}", ".a.b", '.x == "y" and .ok', ".a | not",
-                                  "(.a + 1) * 2"])
+                                  "(.a + 1) * 2", "$CONST.a", "$SECRETS.key", ".n < $CONST.limit"])
 def test_common_expressions_take_the_fast_path(text):
     assert compile_expression(text)._fast is not None
 
 
-@pytest.mark.parametrize("text", [".a[0]", "$CONST.a", "env", ".a?", "[.a]", "if .a then 1 else 2 end", ".a // 1",
+@pytest.mark.parametrize("text", [".a[0]", "$ENV", "$__loc__", "env", ".a?", "[.a]", "if .a then 1 else 2 end", ".a // 1",
                                   '"\\(.a)"', "-1", "1e3", ".. | numbers", ".a | length", "{(.k): 1}"])
 def test_everything_else_goes_to_libjq(text):
     assert compile_expression(text)._fast is None

@@ -70,6 +70,7 @@ def main() -> None:
     os.nice(5)  # a runaway evaluation yields the CPU to the interpreter's event loop first
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # libjq aborts when out of memory: no core file
     requests, responses = sys.stdin.buffer, sys.stdout.buffer
     programs: dict[str, Any] = {}
     responses.write(b"R")

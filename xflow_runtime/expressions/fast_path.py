@@ -6,7 +6,7 @@ module compiles such a text into Python closures once; anything outside the subs
 whose exact jq behaviour is not reproduced here (errors, mixed types, big integers), raises
 :class:`Unsupported` at compile time or :class:`Fallback` at run time, and the caller runs libjq.
 
-Subset: ``.``, ``.name`` chains, literals (numbers, plain strings, true/false/null), parentheses,
+Subset: ``.``, ``.name`` chains, ``$name`` of the declared variables, literals (numbers, plain strings, true/false/null), parentheses,
 ``{name: e, "name": e, name}`` objects, ``+ - * /`` on numbers, ``+`` on strings, comparisons
 ``== != < <= > >=`` on null/booleans/numbers/strings, ``and``/``or``/``not``, and ``|``. It is
 checked against libjq by a property test (tests/interpreter/test_expression_fast_path.py).
@@ -14,14 +14,16 @@ checked against libjq by a property test (tests/interpreter/test_expression_fast
 
 from __future__ import annotations
 
+import copy
 import re
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Mapping
 
 Evaluator = Callable[[Any], Any]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>\d+(?:\.\d+)?(?![\w.]))|(?P<string>\"[^\"\\]*\")|(?P<field>\.[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>==|!=|<=|>=|[<>+\-*/|(){}:,.]))"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<variable>\$[A-Za-z_][A-Za-z0-9_]*)|(?P<op>==|!=|<=|>=|[<>+\-*/|(){}:,.]))"
 )
 _KEYWORDS = {"and", "or", "not", "true", "false", "null"}
 _LARGEST_EXACT = 2**53
@@ -42,13 +44,20 @@ class Isolate(Fallback):
     It runs in the evaluator pool, under the evaluation budget (specs/limits.md)."""
 
 
-def compile_fast(body: str) -> Evaluator | None:
-    """An evaluator for ``body``, or ``None`` when libjq must handle it."""
-    if "$" in body or "#" in body:
+#: The variables of the evaluation running in this thread (``$CONST``…), set by the caller around
+#: a call of an evaluator compiled with ``variables`` (evaluators never call out, so no nesting).
+BOUND = threading.local()
+
+
+def compile_fast(body: str, variables: Mapping[str, Any] | None = None) -> Evaluator | None:
+    """An evaluator for ``body``, or ``None`` when libjq must handle it. ``variables`` maps each
+    ``$name`` the text may use to its value when the evaluation does not bind it; the values
+    themselves are read from :data:`BOUND` at run time."""
+    if "#" in body:
         return None
     try:
         tokens = _tokenize(body)
-        parser = _Parser(tokens)
+        parser = _Parser(tokens, variables or {})
         evaluator = parser.pipe()
         if parser.position != len(tokens):
             return None
@@ -75,8 +84,9 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]]):
+    def __init__(self, tokens: list[tuple[str, str]], variables: Mapping[str, Any]):
         self.tokens = tokens
+        self.variables = variables
         self.position = 0
 
     def peek(self) -> tuple[str, str] | None:
@@ -169,6 +179,11 @@ class _Parser:
         if kind == "string":
             self.take()
             return _constant(text[1:-1])
+        if kind == "variable":
+            if text[1:] not in self.variables:
+                raise Unsupported(text)  # $ENV, $__loc__, undeclared names: libjq
+            self.take()
+            return _variable(text[1:], self.variables[text[1:]])
         if kind == "name" and text == "not":  # the function: negates its input
             self.take()
             return _not
@@ -241,6 +256,16 @@ def _field(name: str) -> Evaluator:
             return None
         raise Fallback  # jq: "Cannot index <type> with <name>"
     return field
+
+
+def _variable(name: str, unbound: Any) -> Evaluator:
+    def read(data: Any) -> Any:
+        value = BOUND.values.get(name, _UNBOUND)
+        return copy.deepcopy(unbound) if value is _UNBOUND else value
+    return read
+
+
+_UNBOUND = object()
 
 
 def _pipe(left: Evaluator, right: Evaluator) -> Evaluator:

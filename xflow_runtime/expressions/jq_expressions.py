@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping
 import jq
 
 from xflow_runtime.errors import ExpressionError, ExpressionSyntaxError
-from xflow_runtime.expressions.fast_path import Fallback, Isolate, compile_fast
+from xflow_runtime.expressions.fast_path import BOUND, Fallback, Isolate, compile_fast
 from xflow_runtime.expressions.limits import current_limits
 
 #: Variables bound in every expression. Extra names (e.g. ``agentOutcome``) are declared per use.
@@ -100,7 +100,7 @@ class JqExpression:
         :meth:`evaluate_async`, which keeps the event loop free while libjq works elsewhere."""
         if self._fast is not None:
             try:
-                return self._fast(data)
+                return self._run_fast(data, variables)
             except Isolate:  # a case whose cost is not bounded by the data's size
                 pass
             except Fallback:  # an error or a case the subset leaves to libjq; still linear
@@ -115,7 +115,7 @@ class JqExpression:
         if self._fast is None:
             return PENDING
         try:
-            return self._fast(data)
+            return self._fast(data) if not self._bound else self._run_fast(data, variables)
         except Isolate:
             return PENDING
         except Fallback:
@@ -184,6 +184,15 @@ class JqExpression:
             raise ExpressionError("expression does not name a location", expression=self.text)
         return result
 
+    def _run_fast(self, data: Any, variables: Mapping[str, Any] | None) -> Any:
+        if not self._bound:
+            return self._fast(data)  # type: ignore[misc]
+        BOUND.values = variables or {}
+        try:
+            return self._fast(data)  # type: ignore[misc]
+        finally:
+            BOUND.values = None
+
     def _pool_program(self, *, path: bool) -> str:
         return _wrap(self.text, self._bound, path=path)
 
@@ -210,7 +219,7 @@ class ExpressionCache:
         if cached is not None:
             return cached
         bound = tuple(name for name in names if f"${name}" in body)
-        fast = None if bound else compile_fast(body)
+        fast = compile_fast(body, {name: {} if name in STANDARD_VARIABLES else None for name in bound})
         if fast is None:  # compiling now is also the syntax check
             program = _compile(_wrap(body, bound, path=False), body)
             path_program = _compile(_wrap(body, bound, path=True), body) if as_path else None
