@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import routes_chat, routes_events, routes_instances, routes_ops
+from xflow_runtime.service import (routes_chat, routes_events, routes_instances, routes_memory, routes_ops,
+                                   routes_privacy)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -44,7 +45,7 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
                   description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
     app.state.xflow = state
     install_problem_handlers(app)
-    for module in (routes_instances, routes_events, routes_chat, routes_ops):
+    for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops):
         app.include_router(module.router)
     app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics)
     return app
