@@ -55,8 +55,12 @@ async def erase(user: str, request: Request, principal: Principal = Depends(curr
     from xflow_runtime.privacy import erase_user
 
     subject = required_user(principal, user)
-    receipt = await erase_user(subject, tenant=principal.tenant, database_url=request.app.state.xflow.runtime.database_url)
-    return receipt.to_dict()
+    receipt = await erase_user(subject, tenant=principal.tenant,
+                               database_url=request.app.state.xflow.runtime.database_url)
+    document = receipt.to_dict()
+    for store in document["stores"].values():
+        store.pop("location", None)
+    return document
 
 
 @router.get("/users/{user}/export", summary="Everything stored about an end user, as one document")
@@ -64,4 +68,8 @@ async def export(user: str, request: Request, principal: Principal = Depends(cur
     from xflow_runtime.privacy import export_user
 
     subject = required_user(principal, user)
-    return await export_user(subject, tenant=principal.tenant, database_url=request.app.state.xflow.runtime.database_url)
+    document = await export_user(subject, tenant=principal.tenant,
+                                 database_url=request.app.state.xflow.runtime.database_url)
+    for part in ("memory", "durable"):  # where the stores are is the operator's business, not the caller's
+        document[part].pop("location", None)
+    return document
