@@ -31,7 +31,7 @@ API_VERSION = "1.0.0"
 
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
-               options: ServiceOptions | None = None) -> FastAPI:
+               options: ServiceOptions | None = None, sonataflow_routes: bool = False) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -47,6 +47,10 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
     install_problem_handlers(app)
     for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops):
         app.include_router(module.router)
+    if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
+        from xflow_runtime.service import routes_sonataflow
+
+        app.include_router(routes_sonataflow.router)
     app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics)
     return app
 
