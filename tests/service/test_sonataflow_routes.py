@@ -23,6 +23,7 @@ FILES = {  # example project → the workflow files (and schema folders) it need
     "serverless-workflow-parallel-execution": ["parallel.sw.json"],
     "serverless-workflow-hello-world": ["hello.sw.json"],
     "serverless-workflow-error-quarkus": ["errorWithMetadata.sw.json"],
+    "serverless-workflow-compensation-quarkus": ["compensation.sw.json"],
 }
 
 
@@ -84,6 +85,13 @@ def test_expression_foreach_parallel_and_hello_world(client) -> None:
     assert hello["workflowdata"] == {"greeting": "Hello World", "mantra": "Serverless Workflow is awesome!"}
     again = client.get(f"/hello_world/{hello['id']}")
     assert again.status_code == 200 and again.json() == hello
+
+
+def test_compensation(client) -> None:
+    compensated = post(client, "compensation", {"shouldCompensate": True})["workflowdata"]
+    assert compensated["compensated"] is True and compensated["compensating_more"] == "Real Betis Balompie"
+    plain = post(client, "compensation", {"shouldCompensate": False})["workflowdata"]
+    assert plain["compensated"] is False and "compensating_more" not in plain
 
 
 def test_a_failed_instance_and_unknown_ids_are_problems(client) -> None:
