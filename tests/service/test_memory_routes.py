@@ -186,6 +186,43 @@ def test_pages_neither_skip_nor_repeat_rows_while_rows_are_inserted(client, keys
     assert_problem(client.get(memories_url("someone-else") + f"&cursor={first}", headers=service), 400)
 
 
+def test_chat_pages_neither_skip_nor_repeat_while_conversations_start(client, keys, chats) -> None:
+    service = bearer(keys["b"])
+    before = {c["id"] for c in client.get("/v1/chats?limit=200", headers=service).json()["items"]}
+    assert len(before) >= 2
+    started: list[str] = []
+    stop = threading.Event()
+
+    def converse() -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=60) as other:
+            while not stop.is_set():
+                user = f"walk-in-{uuid.uuid4().hex[:6]}"
+                other.post("/v1/workflows/keeper/instances", json={"message": "hi"},
+                           headers={**bearer(jwt_token("b", user)), "Prefer": "wait=60"})
+                started.append(user)
+
+    writer = threading.Thread(target=converse)
+    writer.start()
+    try:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = client.get("/v1/chats?limit=1" + (f"&cursor={cursor}" if cursor else ""), headers=service).json()
+            seen += [c["id"] for c in page["items"]]
+            cursor = page["next_cursor"]
+            for _ in range(400):  # a conversation starts between two pages
+                if len(started) >= len(seen):
+                    break
+                time.sleep(0.025)
+            if cursor is None:
+                break
+    finally:
+        stop.set()
+        writer.join()
+    assert len(started) >= 2
+    assert len(seen) == len(set(seen)) and before <= set(seen)
+
+
 def test_facts_are_per_end_user_and_added_by_a_service_credential(client, keys) -> None:
     service, bea = bearer(keys["b"]), key_of(keys, "b", "bea")
     added = client.post(f"/v1/agents/{AGENT}/facts?user=bea", json={"facts": [
