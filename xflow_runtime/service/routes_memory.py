@@ -20,7 +20,7 @@ from xflow_runtime.memory.longterm import MemoryScope
 from xflow_runtime.memory.longterm.config import MAX_SEARCH_LIMIT
 from xflow_runtime.memory.longterm.errors import LongTermMemoryError, MemoryConflict, MemoryNotFound
 from xflow_runtime.memory.longterm.extraction_prompt import ExtractedFact
-from xflow_runtime.memory.longterm.records import FACT_CATEGORIES, Memory
+from xflow_runtime.memory.longterm.records import FACT_CATEGORIES, Memory, MemoryKind
 from xflow_runtime.memory.longterm.repository import MAX_TITLE
 from xflow_runtime.memory.longterm.tools import MAX_CONTENT, MAX_TAGS, ToolArgumentError, write_args
 from xflow_runtime.service.auth import current_principal
@@ -145,17 +145,17 @@ def _scope(principal: Principal, agent: str, user: str | None) -> MemoryScope:
     return MemoryScope(principal.tenant, plausible_id(agent, "agent"), user)
 
 
-def _memory_view(memory: Memory) -> dict[str, Any]:
+def _view(memory: Memory) -> dict[str, Any]:
     return memory.to_dict()
 
 
-def _kind_only(found: Memory, kind: str, memory_id: str) -> Memory:
+def _kind_only(found: Memory, kind: MemoryKind, memory_id: str) -> Memory:
     if found.kind != kind:
         raise Problem("not-found", f"no {kind} {memory_id}")
     return found
 
 
-async def _get(request: Request, scope: MemoryScope, memory_id: str, kind: str) -> Memory:
+async def _get(request: Request, scope: MemoryScope, memory_id: str, kind: MemoryKind) -> Memory:
     store = await long_term_memory(request.app.state.xflow)
     try:
         return _kind_only(await store.get(scope, plausible_id(memory_id, kind)), kind, memory_id)
@@ -173,17 +173,17 @@ async def list_memories(agent: str, request: Request, principal: Principal = Dep
         if cursor is not None:
             raise Problem("invalid-cursor", "a list by relevance (q) is one page")
         found = await store.list(scope, kind="memory", query=q, limit=limit)
-        return {"items": [_memory_view(m) for m in found.items], "next_cursor": None}
+        return {"items": [_view(m) for m in found.items], "next_cursor": None}
     return await _page(store, scope, "memory", principal, limit, cursor)
 
 
-async def _page(store: Any, scope: MemoryScope, kind: str, principal: Principal, limit: int,
+async def _page(store: Any, scope: MemoryScope, kind: MemoryKind, principal: Principal, limit: int,
                 cursor: str | None) -> dict[str, Any]:
     filters = {"list": kind, "tenant": scope.tenant, "agent": scope.agent, "user": scope.user, "caller": principal.user}
     after = decode_page_key(cursor, filters)
     page = await asyncio.to_thread(_read, store.engine, lambda c: listing.memory_page(
-        c, scope, kind, after=after, limit=limit))  # type: ignore[arg-type]
-    return {"items": [_memory_view(m) for m in page.items], "next_cursor": encode_page_key(page.next, filters)}
+        c, scope, kind, after=after, limit=limit))
+    return {"items": [_view(m) for m in page.items], "next_cursor": encode_page_key(page.next, filters)}
 
 
 @router.post("/agents/{agent}/memories", status_code=201, summary="Create a memory (409 when the title is taken)",
@@ -199,7 +199,7 @@ async def create_memory(agent: str, request: Request, principal: Principal = Dep
     except MemoryConflict:
         raise Problem("memory-title-taken", "a memory with this title exists for this agent and user") from None
     location = f"{request.scope.get('root_path') or ''}/v1/agents/{agent}/memories/{created.id}"
-    return JSONResponse(_memory_view(created), status_code=201, headers={"Location": location})
+    return JSONResponse(_view(created), status_code=201, headers={"Location": location})
 
 
 def _normalized(title: str, content: str, tags: list[str]) -> Any:
@@ -213,7 +213,7 @@ def _normalized(title: str, content: str, tags: list[str]) -> Any:
 @router.get("/agents/{agent}/memories/{memory_id}", summary="One memory")
 async def get_memory(agent: str, memory_id: str, request: Request, principal: Principal = Depends(current_principal),
                      user: str | None = _USER) -> Any:
-    return _memory_view(await _get(request, _scope(principal, agent, user_reached(principal, user)), memory_id, "memory"))
+    return _view(await _get(request, _scope(principal, agent, user_reached(principal, user)), memory_id, "memory"))
 
 
 @router.patch("/agents/{agent}/memories/{memory_id}", summary="Update a memory (409 when the new title is taken)",
@@ -237,7 +237,7 @@ async def update_memory(agent: str, memory_id: str, request: Request,
         raise Problem("memory-title-taken", "another memory of this agent and user has this title") from None
     except MemoryNotFound:
         raise Problem("not-found", f"no memory {memory_id}") from None
-    return _memory_view(updated)
+    return _view(updated)
 
 
 @router.delete("/agents/{agent}/memories/{memory_id}", status_code=204, summary="Delete a memory")
@@ -247,7 +247,7 @@ async def delete_memory(agent: str, memory_id: str, request: Request,
     await _delete(request, scope, memory_id, "memory")
 
 
-async def _delete(request: Request, scope: MemoryScope, memory_id: str, kind: str) -> None:
+async def _delete(request: Request, scope: MemoryScope, memory_id: str, kind: MemoryKind) -> None:
     found = await _get(request, scope, memory_id, kind)
     store = await long_term_memory(request.app.state.xflow)
     try:
