@@ -49,8 +49,16 @@ def test_the_openapi_document_is_served_and_matches_the_checked_in_one(service) 
     for path in ("/v1/workflows", "/v1/workflows/{workflow_id}/instances", "/v1/instances", "/v1/instances/{instance_id}",
                  "/v1/instances/{instance_id}/history", "/v1/instances/{instance_id}/cancel",
                  "/v1/instances/{instance_id}/resume", "/v1/events", "/v1/instances/{instance_id}/messages",
-                 "/v1/instances/{instance_id}/stream", "/healthz", "/readyz", "/metrics"):
+                 "/v1/instances/{instance_id}/stream", "/healthz", "/readyz", "/metrics",
+                 "/v1/chats", "/v1/chats/{chat_id}", "/v1/agents/{agent}/memories",
+                 "/v1/agents/{agent}/memories/{memory_id}", "/v1/agents/{agent}/memories/search",
+                 "/v1/agents/{agent}/facts", "/v1/agents/{agent}/facts/{fact_id}", "/v1/users/{user}",
+                 "/v1/users/{user}/consent", "/v1/users/{user}/export"):
         assert path in paths
+    memories = paths["/v1/agents/{agent}/memories"]["post"]
+    assert memories["requestBody"]["content"]["application/json"]["schema"]["required"] == ["title", "content"]
+    assert paths["/v1/agents/{agent}/memories/search"]["post"]["requestBody"]["content"]["application/json"][
+        "schema"]["properties"]["limit"]["maximum"] == 50
     assert "text/event-stream" in paths["/v1/instances/{instance_id}/stream"]["get"]["responses"]["200"]["content"]
 
 

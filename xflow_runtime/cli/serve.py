@@ -44,6 +44,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--key-cache-seconds", type=float, default=5.0,
                         help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
+    parser.add_argument("--sonataflow-routes", action="store_true",
+                        help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
     parser.set_defaults(handler=serve_command)
 
 
@@ -106,7 +108,8 @@ def serve_command(args: argparse.Namespace) -> int:
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
         runtime = Runtime("durable", database_url=args.db, llm=llm)
         app = create_app(runtime, workflows=args.workflows, auth=auth,
-                         options=ServiceOptions(max_body_bytes=args.max_body_bytes))
+                         options=ServiceOptions(max_body_bytes=args.max_body_bytes),
+                         sonataflow_routes=args.sonataflow_routes)
     except (XFlowError, OSError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import routes_chat, routes_events, routes_instances, routes_ops, routes_tasks
+from xflow_runtime.service import (routes_chat, routes_events, routes_instances, routes_memory, routes_ops,
+                                   routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -30,7 +31,7 @@ API_VERSION = "1.0.0"
 
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
-               options: ServiceOptions | None = None) -> FastAPI:
+               options: ServiceOptions | None = None, sonataflow_routes: bool = False) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -45,8 +46,13 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
                   description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
     app.state.xflow = state
     install_problem_handlers(app)
-    for module in (routes_instances, routes_events, routes_chat, routes_ops, routes_tasks):
+    for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
+                   routes_tasks):
         app.include_router(module.router)
+    if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
+        from xflow_runtime.service import routes_sonataflow
+
+        app.include_router(routes_sonataflow.router)
     app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics)
     return app
 

@@ -53,7 +53,12 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         if wal:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            except dbapi_connection.OperationalError:
+                # switching the journal mode needs the file alone: a file another process keeps open
+                # in its own mode keeps that mode; busy_timeout applies to what follows
+                pass
             cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
