@@ -28,6 +28,9 @@ MEMORY_COUNTS = {
     "facts": "SELECT count(*) FROM xflow_memories WHERE tenant_id = :t AND user_id = :u AND kind = 'fact'",
     "extraction_jobs": "SELECT count(*) FROM xflow_extraction_jobs WHERE tenant_id = :t AND user_id = :u",
     "embeddings": "SELECT count(*) FROM xflow_memories WHERE tenant_id = :t AND user_id = :u AND embedding IS NOT NULL",
+    "message_embeddings": "SELECT count(*) FROM xflow_message_embeddings WHERE tenant_id = :t AND user_id = :u",
+    "api_keys": "SELECT count(*) FROM xflow_api_keys WHERE tenant_id = :t AND user_id = :u",
+    "user_tasks": "SELECT count(*) FROM xflow_user_tasks WHERE tenant_id = :t AND instance_id IN ('erase-a', 'erase-b')",
 }
 
 
@@ -69,8 +72,21 @@ def everywhere(stores: Stores, needles: list[str]) -> dict[str, int]:
     return found
 
 
+def give_keys(memory_url: str) -> None:
+    """An API key of the service for each user: erasure deletes the erased user's."""
+    from xflow_runtime.service.api_keys import ApiKeyStore
+
+    keys = ApiKeyStore(memory_url)
+    try:
+        for user in (ERASED, KEPT):
+            keys.create(TENANT, user=user, role="user", name="phone")
+    finally:
+        keys.close()
+
+
 async def test_erasure_leaves_no_trace_in_either_store(stores: Stores, workflow: Path, llm) -> None:
     runtime = await seed(stores, workflow, llm)
+    give_keys(stores.memory_url)
     try:
         seen = everywhere(stores, [PHRASE])  # the scan sees the user's words, DBOS's decoded ones too
         for table in ("workflow_input", "operation_outputs", "streams", "notifications",

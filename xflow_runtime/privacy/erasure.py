@@ -86,14 +86,25 @@ async def erase_user(user: str, *, tenant: str = "default", database_url: str | 
 
 
 def _erase(where: StoreLocations, tenant: str, user: str) -> UserErasureReceipt:
-    memory, epoch = _erase_memory(where.memory_url, tenant, user)
+    # the user's instances, read before anything is deleted: memory holds their human tasks
+    memory, epoch = _erase_memory(where.memory_url, tenant, user, _instance_ids(where.durable_url, tenant, user))
     durable, cancelled = _erase_durable(where.durable_url, tenant, user)
     receipt = UserErasureReceipt(tenant, user, (memory, durable), tuple(cancelled), epoch)
     _log.info("erased a user in tenant %r: %s", tenant, {s.store: dict(s.deleted) for s in receipt.stores})
     return receipt
 
 
-def _erase_memory(url: str, tenant: str, user: str) -> tuple[StoreErasure, int | None]:
+def _instance_ids(url: str, tenant: str, user: str) -> list[str]:
+    from xflow_runtime.engine.durable_subjects import DurableSubjects
+
+    store = DurableSubjects(url)
+    try:
+        return [instance_id for instance_id, _ in store.instances(tenant, user)] if store.present() else []
+    finally:
+        store.close()
+
+
+def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str]) -> tuple[StoreErasure, int | None]:
     from xflow_runtime.memory.longterm import privacy
     from xflow_runtime.storage.database import open_existing_database, write_transaction
 
@@ -103,7 +114,7 @@ def _erase_memory(url: str, tenant: str, user: str) -> tuple[StoreErasure, int |
         return StoreErasure("memory", location, False), None
     try:
         with write_transaction(engine) as connection:
-            counts, epoch = privacy.erase(connection, tenant, user)
+            counts, epoch = privacy.erase(connection, tenant, user, instance_ids)
         if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
             with engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from xflow_runtime.memory.longterm import jobs, privacy, repository, search_sql
+from xflow_runtime.memory.longterm import jobs, privacy, repository, search_pg, search_sql
 from xflow_runtime.memory.longterm.block import render_memory_block
 from xflow_runtime.memory.longterm.config import (DEFAULT_INJECT_RECENT, DEFAULT_SEARCH_LIMIT,
                                                   MAX_SEARCH_LIMIT, FactExtractionSettings, LongTermOptions)

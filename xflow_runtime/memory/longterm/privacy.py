@@ -9,9 +9,9 @@ extraction in flight during an erasure cannot write the user's data back.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from sqlalchemy import Connection, select, text, update
+from sqlalchemy import Connection, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.longterm.scope import subject_key
@@ -63,9 +63,14 @@ _ERASE_POSTGRES = [
     ("extraction_jobs", "DELETE FROM xflow_extraction_jobs WHERE tenant_id = :tenant AND user_id = :user"),
     ("facts", "DELETE FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user AND kind = 'fact'"),
     ("memories", "DELETE FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user"),
+    ("message_embeddings", "DELETE FROM xflow_message_embeddings WHERE tenant_id = :tenant AND user_id = :user"),
     ("chat_messages", "DELETE FROM xflow_chat_messages WHERE tenant_id = :tenant AND user_id = :user"),
     ("chats", "DELETE FROM xflow_chats WHERE tenant_id = :tenant AND user_id = :user"),
+    # the user's credentials for the service: an erased user keeps no key (and loses access)
+    ("api_keys", "DELETE FROM xflow_api_keys WHERE tenant_id = :tenant AND user_id = :user"),
 ]
+#: human tasks created by the user's instances (their input is the instance's data)
+_ERASE_TASKS = "DELETE FROM xflow_user_tasks WHERE tenant_id = :tenant AND instance_id IN :instances"
 _COUNT_EMBEDDINGS = ("SELECT count(*) FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user "
                      "AND embedding IS NOT NULL")
 # SQLite: the FTS rows go with their base rows through triggers; this sweep also removes entries
@@ -75,8 +80,10 @@ _SWEEP_SQLITE = ("chat_messages_index",
                  "(SELECT id FROM xflow_chats WHERE tenant_id = :tenant AND user_id = :user)")
 
 
-def erase(connection: Connection, tenant: str, user: str) -> tuple[dict[str, int], int]:
-    """Delete everything of ``user`` in ``tenant`` (every agent); return counts and the new epoch."""
+def erase(connection: Connection, tenant: str, user: str,
+          instance_ids: Sequence[str] = ()) -> tuple[dict[str, int], int]:
+    """Delete everything of ``user`` in ``tenant`` (every agent) and the tasks of the user's
+    instances ``instance_ids``; return counts and the new epoch."""
     key = subject_key(tenant, user)
     _ensure_subject(connection, key)
     epoch = connection.execute(update(subjects).where(subjects.c.subject_key == key)
@@ -93,6 +100,11 @@ def erase(connection: Connection, tenant: str, user: str) -> tuple[dict[str, int
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
+    counts["user_tasks"] = 0
+    if instance_ids:
+        tasks = text(_ERASE_TASKS).bindparams(bindparam("instances", expanding=True))
+        counts["user_tasks"] = connection.execute(
+            tasks, {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
     if sqlite_db:
         # FTS5 keeps deleted terms in its segments until they are merged: merge now
         for table in ("xflow_memories_fts", "xflow_chat_messages_fts"):
