@@ -70,7 +70,7 @@ def effect_workflow() -> dict[str, Any]:
     }
 
 
-async def bump(i: int) -> int:
+async def bump(*, i: int) -> int:  # keyword-only: receives the member i (specs/functions.md §3)
     return i + 1
 
 
