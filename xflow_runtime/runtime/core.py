@@ -388,21 +388,3 @@ async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
     loop's default executor, which DBOS replaces with its own pool and shuts down on destroy."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xflow-lifecycle") as executor:
         return await asyncio.get_running_loop().run_in_executor(executor, function, *args)
-
-
-def run_sync(workflow: str | Path, input: Any = None, *, engine: EngineName = "inprocess",
-             events: list[Mapping[str, Any]] | None = None, instance_id: str | None = None,
-             tenant: str | None = None, user: str | None = None, **runtime_options: Any) -> Any:
-    """Load ``workflow``, run one instance to completion and return its output (blocking).
-    ``events`` are delivered in order right after the start; ``tenant``/``user`` as for
-    :meth:`Runtime.start`. Not for use inside a running event loop: there, use :class:`Runtime`."""
-
-    async def run() -> Any:
-        async with Runtime(engine, **runtime_options) as runtime:
-            handle = await runtime.start(runtime.load(workflow), input, instance_id=instance_id,
-                                         tenant=tenant, user=user)
-            for event in events or ():
-                await handle.send_event(event)
-            return await handle.result()
-
-    return asyncio.run(run())

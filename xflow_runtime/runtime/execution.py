@@ -52,16 +52,16 @@ class Services:
         url = runtime.chat_memory_url
         if url is not None:
             self.chat_memory = LazyChatMemory(url)
-        self.long_term_memory: "LazyLongTermMemory | None" = None  # same database as chat memory: one erasure covers both
+        # long-term memory and user tasks live in the same database as chat memory (one erasure
+        # covers them all), each opened on first use
+        self.long_term_memory: "LazyLongTermMemory | None" = None
+        self.tasks: "TaskStore | None" = None
         if url is not None:
             from xflow_runtime.agent import longterm_hook
+            from xflow_runtime.usertask import store
 
             self.long_term_memory = longterm_hook.LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
-        self.tasks: "TaskStore | None" = None  # user tasks: the same database, opened on first use
-        if url is not None:
-            from xflow_runtime.usertask.store import TaskStore
-
-            self.tasks = TaskStore(url)
+            self.tasks = store.TaskStore(url)
 
     async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's

@@ -11,9 +11,6 @@ from typing import Any, Sequence
 
 from xflow_runtime.settings import locate
 
-#: Tenant of instances started without one.
-DEFAULT_TENANT = "default"
-
 
 def chat_memory_url(database_url: str | None) -> str:
     """The memory URL belonging to a durable-store URL (``None``: ``$XFLOW_DATABASE_URL``, else
