@@ -14,39 +14,24 @@ checked against libjq by a property test (tests/interpreter/test_expression_fast
 
 from __future__ import annotations
 
-import copy
 import re
-import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-Evaluator = Callable[[Any], Any]
+from xflow_runtime.expressions import fast_eval as ev
+from xflow_runtime.expressions.fast_eval import BOUND, Evaluator, Fallback, Isolate
+
+__all__ = ["BOUND", "Evaluator", "Fallback", "Isolate", "Unsupported", "compile_fast"]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>\d+(?:\.\d+)?(?![\w.]))|(?P<string>\"[^\"\\]*\")|(?P<field>\.[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<variable>\$[A-Za-z_][A-Za-z0-9_]*)|(?P<op>==|!=|<=|>=|[<>+\-*/|(){}:,.]))"
 )
 _KEYWORDS = {"and", "or", "not", "true", "false", "null"}
-_LARGEST_EXACT = 2**53
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 class Unsupported(Exception):
     """The text is outside the subset: use libjq."""
-
-
-class Fallback(Exception):
-    """This evaluation needs libjq (an error, or a case the subset does not reproduce)."""
-
-
-class Isolate(Fallback):
-    """This evaluation needs libjq and its cost is not bounded by the size of the data: ``-`` on
-    two arrays (quadratic in libjq), ``*`` and ``/`` with a string (repetition by a number, split).
-    It runs in the evaluator pool, under the evaluation budget (specs/limits.md)."""
-
-
-#: The variables of the evaluation running in this thread (``$CONST``…), set by the caller around
-#: a call of an evaluator compiled with ``variables`` (evaluators never call out, so no nesting).
-BOUND = threading.local()
 
 
 def compile_fast(body: str, variables: Mapping[str, Any] | None = None) -> Evaluator | None:
@@ -65,7 +50,8 @@ def compile_fast(body: str, variables: Mapping[str, Any] | None = None) -> Evalu
         return None
     if getattr(evaluator, "builds_fresh", False):
         return evaluator
-    return lambda data: _private(evaluator(data))
+    private = ev.private  # bound once: this closure runs on every evaluation
+    return lambda data: private(evaluator(data))
 
 
 def _tokenize(text: str) -> list[tuple[str, str]]:
@@ -109,21 +95,21 @@ class _Parser:
         while self.at("|"):
             self.take("|")
             right = self.or_()
-            left = _pipe(left, right)
+            left = ev.pipe(left, right)
         return left
 
     def or_(self) -> Evaluator:
         left = self.and_()
         while self.at("or"):
             self.take("or")
-            left = _or(left, self.and_())
+            left = ev.or_(left, self.and_())
         return left
 
     def and_(self) -> Evaluator:
         left = self.comparison()
         while self.at("and"):
             self.take("and")
-            left = _and(left, self.comparison())
+            left = ev.and_(left, self.comparison())
         return left
 
     def comparison(self) -> Evaluator:
@@ -132,7 +118,7 @@ class _Parser:
         if token is not None and token[0] == "op" and token[1] in _COMPARISONS:
             self.take()
             right = self.additive()
-            left = _compare(token[1], left, right)
+            left = ev.compare(token[1], left, right)
             nxt = self.peek()
             if nxt is not None and nxt[0] == "op" and nxt[1] in _COMPARISONS:
                 raise Unsupported("chained comparison")  # non-associative in jq
@@ -142,14 +128,14 @@ class _Parser:
         left = self.multiplicative()
         while self.at("+") or self.at("-"):
             operator = self.take()[1]
-            left = _arithmetic(operator, left, self.multiplicative())
+            left = ev.arithmetic(operator, left, self.multiplicative())
         return left
 
     def multiplicative(self) -> Evaluator:
         left = self.postfix()
         while self.at("*") or self.at("/"):
             operator = self.take()[1]
-            left = _arithmetic(operator, left, self.postfix())
+            left = ev.arithmetic(operator, left, self.postfix())
         return left
 
     def postfix(self) -> Evaluator:
@@ -158,7 +144,7 @@ class _Parser:
             token = self.peek()
             if token is not None and token[0] == "field":
                 self.take()
-                term = _pipe(term, _field(token[1][1:]))
+                term = ev.pipe(term, ev.field(token[1][1:]))
             else:
                 return term
 
@@ -169,33 +155,33 @@ class _Parser:
         kind, text = token
         if kind == "field":
             self.take()
-            return _field(text[1:])
+            return ev.field(text[1:])
         if kind == "number":
             self.take()
             number = float(text) if "." in text else int(text)
-            if abs(number) > _LARGEST_EXACT:
+            if abs(number) > ev.LARGEST_EXACT:
                 raise Unsupported("big number literal")
-            return _constant(_normal(number))
+            return ev.constant(ev.normal(number))
         if kind == "string":
             self.take()
-            return _constant(text[1:-1])
+            return ev.constant(text[1:-1])
         if kind == "variable":
             if text[1:] not in self.variables:
                 raise Unsupported(text)  # $ENV, $__loc__, undeclared names: libjq
             self.take()
-            return _variable(text[1:], self.variables[text[1:]])
+            return ev.variable(text[1:], self.variables[text[1:]])
         if kind == "name" and text == "not":  # the function: negates its input
             self.take()
-            return _not
+            return ev.not_
         if kind == "name" and text in ("true", "false", "null"):
             self.take()
-            return _constant({"true": True, "false": False, "null": None}[text])
+            return ev.constant({"true": True, "false": False, "null": None}[text])
         if text == ".":
             self.take()
             nxt = self.peek()
             if nxt is not None and nxt[0] in ("number", "string", "name"):
                 raise Unsupported("indexing form")
-            return _identity
+            return ev.identity
         if text == "(":
             self.take("(")
             inner = self.pipe()
@@ -220,12 +206,12 @@ class _Parser:
                 self.take(":")
                 value = self.object_value()
             else:
-                value = _field(key)  # {name} is {name: .name}
+                value = ev.field(key)  # {name} is {name: .name}
             entries.append((key, value))
             if not self.at("}"):
                 self.take(",")
         self.take("}")
-        return _object(tuple(entries))
+        return ev.object_of(tuple(entries))
 
     def object_value(self) -> Evaluator:
         # jq allows only a restricted term here without parentheses; accept a postfix term or a
@@ -236,178 +222,3 @@ class _Parser:
         if nxt is not None and not (nxt[0] == "op" and nxt[1] in (",", "}")):
             raise Unsupported(f"object value followed by {nxt[1]} after {token}")
         return value
-
-
-# --- evaluators ------------------------------------------------------------------------------------
-
-def _identity(data: Any) -> Any:
-    return data
-
-
-def _constant(value: Any) -> Evaluator:
-    return lambda data: value
-
-
-def _field(name: str) -> Evaluator:
-    def field(data: Any) -> Any:
-        if isinstance(data, dict):
-            return data.get(name)
-        if data is None:
-            return None
-        raise Fallback  # jq: "Cannot index <type> with <name>"
-    return field
-
-
-def _variable(name: str, unbound: Any) -> Evaluator:
-    def read(data: Any) -> Any:
-        value = BOUND.values.get(name, _UNBOUND)
-        return copy.deepcopy(unbound) if value is _UNBOUND else value
-    return read
-
-
-_UNBOUND = object()
-
-
-def _pipe(left: Evaluator, right: Evaluator) -> Evaluator:
-    return lambda data: right(left(data))
-
-
-def _truthy(value: Any) -> bool:
-    return value is not None and value is not False
-
-
-def _or(left: Evaluator, right: Evaluator) -> Evaluator:
-    return lambda data: True if _truthy(left(data)) else _truthy(right(data))
-
-
-def _and(left: Evaluator, right: Evaluator) -> Evaluator:
-    return lambda data: _truthy(right(data)) if _truthy(left(data)) else False
-
-
-def _not(data: Any) -> bool:
-    return not _truthy(data)
-
-
-def _object(entries: tuple[tuple[str, Evaluator], ...]) -> Evaluator:
-    def build(data: Any) -> dict[str, Any]:
-        return {key: _private(value(data)) for key, value in entries}
-    build.builds_fresh = True  # type: ignore[attr-defined]
-    return build
-
-
-def _private(value: Any) -> Any:
-    """A fresh copy, as jq would hand out, so no shared subtree leaks to callers that mutate.
-
-    Values jq would not reproduce exactly (integers beyond 2**53, which it may round; non-finite
-    floats; anything that is not JSON) make the evaluation fall back to libjq."""
-    if isinstance(value, str) or value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, dict):
-        copied = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise Fallback
-            copied[key] = _private(item)
-        return copied
-    if isinstance(value, list):
-        return [_private(item) for item in value]
-    if isinstance(value, int):
-        if abs(value) > _LARGEST_EXACT:
-            raise Fallback
-        return value
-    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
-        return _normal(value)  # jq prints 2.0 as 2
-    raise Fallback
-
-
-def _number(value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Fallback
-    if isinstance(value, int) and abs(value) > _LARGEST_EXACT:
-        raise Fallback  # jq computes in doubles
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise Fallback
-    return value
-
-
-def _normal(number: int | float) -> int | float:
-    """How the jq binding returns a number: integral values as ``int``. Huge integral values are
-    printed by jq in ways this module does not reproduce, so they go to libjq."""
-    if isinstance(number, float) and number.is_integer():
-        if abs(number) > _LARGEST_EXACT:
-            raise Fallback
-        return int(number)
-    return number
-
-
-def _arithmetic(operator: str, left: Evaluator, right: Evaluator) -> Evaluator:
-    def apply(data: Any) -> Any:
-        a, b = left(data), right(data)
-        if operator == "+":
-            if isinstance(a, str) and isinstance(b, str):
-                return a + b
-            if a is None:
-                return _arith_value(b)
-            if b is None:
-                return _arith_value(a)
-        if operator != "+" and (isinstance(a, (str, list)) or isinstance(b, (str, list))):
-            raise Isolate
-        x, y = _number(a), _number(b)
-        if operator == "+":
-            result: int | float = x + y
-        elif operator == "-":
-            result = x - y
-        elif operator == "*":
-            result = x * y
-        else:
-            if y == 0:
-                raise Fallback  # jq: cannot be divided because the divisor is zero
-            result = x / y
-        if isinstance(result, int) and abs(result) > _LARGEST_EXACT:
-            raise Fallback
-        return _normal(result)
-    return apply
-
-
-def _arith_value(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    return _normal(_number(value))
-
-
-_RANK = {type(None): 0, bool: 1, int: 3, float: 3, str: 4}
-
-
-def _rank(value: Any) -> int:
-    if value is True:
-        return 2
-    rank = _RANK.get(type(value))
-    if rank is None:
-        raise Fallback  # arrays and objects: leave their ordering to jq
-    return rank
-
-
-def _compare(operator: str, left: Evaluator, right: Evaluator) -> Evaluator:
-    def compare(data: Any) -> bool:
-        a, b = left(data), right(data)
-        rank_a, rank_b = _rank(a), _rank(b)
-        if rank_a == 3:
-            a = _number(a)
-        if rank_b == 3:
-            b = _number(b)
-        if rank_a != rank_b or rank_a < 3:
-            order = (rank_a > rank_b) - (rank_a < rank_b)
-        else:
-            order = (a > b) - (a < b)
-        if operator == "==":
-            return order == 0
-        if operator == "!=":
-            return order != 0
-        if operator == "<":
-            return order < 0
-        if operator == "<=":
-            return order <= 0
-        if operator == ">":
-            return order > 0
-        return order >= 0
-    return compare
