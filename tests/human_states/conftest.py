@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from tests.human_states.support import ROOT, Service  # noqa: E402
+from tests.human_states.support import ROOT, ServiceProcess  # noqa: E402
 from xflow_runtime.testing import ScriptedModelServer  # noqa: E402
 
 #: The examples the tests serve (they run as the README says).
@@ -39,8 +39,8 @@ def model_server(request: pytest.FixtureRequest) -> Iterator[ScriptedModelServer
 
 
 @pytest.fixture(scope="module")
-def service(service_dir: Path, model_server: ScriptedModelServer | None) -> Iterator[Service]:
-    process = Service(service_dir / "workflows", f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}",
-                      llm_api_base=model_server.api_base if model_server else None).start()
+def service(service_dir: Path, model_server: ScriptedModelServer | None) -> Iterator[ServiceProcess]:
+    process = ServiceProcess(service_dir / "workflows", f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}",
+                             llm_api_base=model_server.api_base if model_server else None, auth="jwt").start()
     yield process
     process.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+import httpx
 import pytest
 
 pytest.importorskip("fastapi")
@@ -66,3 +67,10 @@ def service(workflows_dir: Path, db_url: str, keys: dict[str, str],
     process = ServiceProcess(workflows_dir, db_url, llm_api_base=model_server.api_base).start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def client(service: ServiceProcess) -> Iterator[httpx.Client]:
+    """A real HTTP client of the module's server (generous timeout: the machine may be loaded)."""
+    with httpx.Client(base_url=service.url, timeout=90) as http:
+        yield http

@@ -46,7 +46,7 @@ class ServiceProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 300.0) -> "ServiceProcess":
-        self.port = free_port()
+        self.port = self.port or free_port()  # a restart keeps the address its clients know
         command = [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(self.workflows),
                    "--db", self.db_url, "--port", str(self.port), "--auth", self.auth, "--key-cache-seconds", "0",
                    "--log-level", "warning", *self.extra]
@@ -57,7 +57,7 @@ class ServiceProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT), JWT_ENV: JWT_SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         self.log = Path(self.db_url.replace("sqlite:///", "")).parent / f"serve-{self.port}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(command, env=env, cwd=str(ROOT), stdout=open(self.log, "wb"),
+        self.process = subprocess.Popen(command, env=env, cwd=str(ROOT), stdout=open(self.log, "ab"),
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -16,12 +16,6 @@ pytestmark = pytest.mark.slow
 NOTED = "Noted: line one\nline two \u2028 émoji 🎉"
 
 
-@pytest.fixture(scope="module")
-def client(service) -> httpx.Client:
-    with httpx.Client(base_url=service.url, timeout=60) as http:
-        yield http
-
-
 def start_chat(client: httpx.Client, key: str) -> str:
     response = client.post("/v1/workflows/chat/instances", json={"message": "hello"},
                            headers={**bearer(key), "Prefer": "wait=30"})

@@ -15,12 +15,6 @@ pytestmark = pytest.mark.slow
 STRUCTURED = "application/cloudevents+json"
 
 
-@pytest.fixture(scope="module")
-def client(service) -> httpx.Client:
-    with httpx.Client(base_url=service.url, timeout=30) as http:
-        yield http
-
-
 def approval(order: str, event_id: str, ok: bool = True) -> dict:
     return {"specversion": "1.0", "id": event_id, "source": "/approvals", "type": "order.approval",
             "orderid": order, "data": {"ok": ok}}

@@ -14,12 +14,6 @@ from tests.service.support import assert_problem, bearer
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def client(service) -> httpx.Client:
-    with httpx.Client(base_url=service.url, timeout=30) as http:
-        yield http
-
-
 def test_workflows_are_listed_with_version_and_input_schema(client, keys) -> None:
     body = client.get("/v1/workflows", headers=bearer(keys["a"])).json()
     by_id = {w["id"]: w for w in body["items"]}

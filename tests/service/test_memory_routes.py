@@ -55,12 +55,6 @@ def model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def client(service) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=service.url, timeout=60) as http:
-        yield http
-
-
 def key_of(keys: dict[str, str], tenant: str, user: str) -> dict[str, str]:
     return bearer(keys[f"{tenant}/{user}"])
 

@@ -42,12 +42,6 @@ def model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def client(service) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=service.url, timeout=60) as http:
-        yield http
-
-
 def as_user(user: str, tenant: str = TENANT) -> dict[str, str]:
     return bearer(jwt_token(tenant, user))
 

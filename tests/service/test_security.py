@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,12 +15,6 @@ from tests.service.support import JWT_SECRET, assert_problem, bearer, jwt_token
 
 pytestmark = pytest.mark.slow
 USERS = [("a", "ann"), ("a", "al"), ("b", "bob"), ("b", "bea")]
-
-
-@pytest.fixture(scope="module")
-def client(service) -> httpx.Client:
-    with httpx.Client(base_url=service.url, timeout=30) as http:
-        yield http
 
 
 def test_missing_and_wrong_credentials_are_401_with_a_bearer_challenge(client, keys) -> None:

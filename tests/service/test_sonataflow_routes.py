@@ -50,12 +50,6 @@ def service(workflows_dir: Path, db_url: str) -> Iterator[ServiceProcess]:
     process.stop()
 
 
-@pytest.fixture(scope="module")
-def client(service) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=service.url, timeout=90) as http:
-        yield http
-
-
 def post(client: httpx.Client, workflow: str, payload: object) -> dict:
     answer = client.post(f"/{workflow}", json=payload)
     assert answer.status_code == 201, answer.text
