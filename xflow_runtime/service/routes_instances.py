@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 
 from xflow_runtime.service.auth import current_principal
 from xflow_runtime.service.body import json_body
+from xflow_runtime.service.catalog import Definition
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
 from xflow_runtime.service.state import ServiceState
@@ -57,15 +58,7 @@ async def get_workflow(workflow_id: str, request: Request, principal: Principal 
 async def start_instance(workflow_id: str, request: Request, principal: Principal = Depends(current_principal),
                          idempotency: str | None = Header(None, alias="Idempotency-Key"),
                          prefer: str | None = Header(None)) -> Any:
-    state = service(request)
-    if state.draining:
-        raise Problem("not-ready", "the service is shutting down", headers={"Retry-After": "5"})
-    definition = state.catalog.get(workflow_id)
-    if definition is None:
-        raise Problem("not-found", f"no workflow {workflow_id}")
-    data = await json_body(request, optional=True)
-    data = {} if data is None else data
-    _check_input(definition.plan, data)
+    state, definition, data = await accepted_start(request, workflow_id)
     key = idempotency_key(idempotency)
     labels = correlation_labels(request)
     instance_id = str(uuid.uuid4())
@@ -107,6 +100,21 @@ def correlation_labels(request: Request) -> dict[str, str]:
                           "or digits, its value 1-200 characters")
         labels[name] = value
     return labels
+
+
+async def accepted_start(request: Request, workflow_id: str) -> tuple[ServiceState, Definition, Any]:
+    """What every start route checks before anything starts: the service takes work, the workflow
+    exists, and the body is JSON valid against its input schema (none means ``{}``)."""
+    state = service(request)
+    if state.draining:
+        raise Problem("not-ready", "the service is shutting down", headers={"Retry-After": "5"})
+    definition = state.catalog.get(workflow_id)
+    if definition is None:
+        raise Problem("not-found", f"no workflow {workflow_id}")
+    data = await json_body(request, optional=True)
+    data = {} if data is None else data
+    _check_input(definition.plan, data)
+    return state, definition, data
 
 
 def _check_input(plan: Any, data: Any) -> None:

@@ -19,10 +19,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from xflow_runtime.service.auth import current_principal
-from xflow_runtime.service.body import json_body
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import PROBLEM_TYPES, Problem
-from xflow_runtime.service.routes_instances import _check_input, service
+from xflow_runtime.service.routes_instances import accepted_start, service
 from xflow_runtime.service.views import status_of
 from xflow_runtime.service.waiting import settled
 
@@ -42,15 +41,7 @@ def _shape(instance_id: str, described: dict[str, Any], status: str) -> dict[str
 @router.post("/{workflow_id}", status_code=201, summary="Start an instance (SonataFlow's route)",
              openapi_extra={"requestBody": {"content": {"application/json": {"schema": {}}}}})
 async def start(workflow_id: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
-    state = service(request)
-    if state.draining:
-        raise Problem("not-ready", "the service is shutting down", headers={"Retry-After": "5"})
-    definition = state.catalog.get(workflow_id)
-    if definition is None:
-        raise Problem("not-found", f"no workflow {workflow_id}")
-    data = await json_body(request, optional=True)
-    data = {} if data is None else data
-    _check_input(definition.plan, data)
+    state, definition, data = await accepted_start(request, workflow_id)
     instance_id = str(uuid.uuid4())
     with state.hub.subscribe(instance_id) as subscription:
         await state.runtime.start(definition.plan, data, instance_id=instance_id, tenant=principal.tenant,
