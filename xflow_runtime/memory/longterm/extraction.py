@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from xflow_runtime.memory.longterm import jobs, privacy, repository, search_sql
+from xflow_runtime.memory.longterm.background import PerLoopTask
 from xflow_runtime.memory.longterm.config import LongTermOptions
 from xflow_runtime.memory.longterm.embedder import Embedded, Embedder
 from xflow_runtime.memory.longterm.extraction_prompt import (ExtractedFact, extraction_messages,
@@ -72,27 +73,18 @@ class ExtractionRunner:
         self._options = options
         self._embedder = embedder
         self._today = today or (lambda: datetime.now(timezone.utc).date())
-        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._worker = PerLoopTask("xflow-fact-extraction", self._drain)
 
     def kick(self) -> None:
         """Make sure a drain task runs on the current event loop (cheap when one does)."""
-        loop = asyncio.get_running_loop()
-        task = self._tasks.get(loop)
-        if task is None or task.done():
-            self._tasks[loop] = loop.create_task(self._drain(), name="xflow-fact-extraction")
+        self._worker.kick()
 
     async def wait_idle(self) -> None:
         """Wait until the queue has nothing due (retries scheduled later keep the task alive)."""
-        task = self._tasks.get(asyncio.get_running_loop())
-        if task is not None:
-            await asyncio.shield(task)
+        await self._worker.wait_idle()
 
     async def close(self) -> None:
-        for loop, task in list(self._tasks.items()):
-            if loop is asyncio.get_running_loop():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        self._tasks.clear()
+        await self._worker.close()
 
     async def run_pending(self) -> int:
         """Run every job that is due now, in this task; return how many were processed."""

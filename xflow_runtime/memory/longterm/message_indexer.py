@@ -14,6 +14,7 @@ import logging
 from sqlalchemy import Engine
 
 from xflow_runtime.memory.longterm import message_index
+from xflow_runtime.memory.longterm.background import PerLoopTask
 from xflow_runtime.memory.longterm.embedder import Embedder
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.database import write_transaction
@@ -28,33 +29,24 @@ class MessageIndexer:
         self._embedder = embedder
         self._context = embedder.options.message_context
         self._waiting: dict[asyncio.AbstractEventLoop, set[MemoryScope]] = {}
-        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._worker = PerLoopTask("xflow-message-indexing", self._drain)
 
     def kick(self, scope: MemoryScope) -> None:
         """Index the scope's pending messages soon (no-op without an embedding model or user)."""
         if self._embedder.space is None or not scope.user:
             return
-        loop = asyncio.get_running_loop()
-        self._waiting.setdefault(loop, set()).add(scope)
-        task = self._tasks.get(loop)
-        if task is None or task.done():
-            self._tasks[loop] = loop.create_task(self._drain(loop), name="xflow-message-indexing")
+        self._waiting.setdefault(asyncio.get_running_loop(), set()).add(scope)
+        self._worker.kick()
 
     async def wait_idle(self) -> None:
-        task = self._tasks.get(asyncio.get_running_loop())
-        if task is not None:
-            await asyncio.shield(task)
+        await self._worker.wait_idle()
 
     async def close(self) -> None:
-        for loop, task in list(self._tasks.items()):
-            if loop is asyncio.get_running_loop():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        self._tasks.clear()
+        await self._worker.close()
         self._waiting.clear()
 
-    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
-        waiting = self._waiting.setdefault(loop, set())
+    async def _drain(self) -> None:
+        waiting = self._waiting.setdefault(asyncio.get_running_loop(), set())
         while waiting:
             scope = waiting.pop()
             try:
