@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workflows import MEMORY_CHAT
 from xflow_runtime.cli.main import ALL, build_parser
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -25,23 +26,7 @@ states:
     end: true
 """
 
-CHAT = """
-id: json-chat
-specVersion: '0.8'
-start: chat
-states:
-  - name: chat
-    type: aiagent
-    agentName: concierge
-    userMessage: '${ .message }'
-    llmConfig: {provider: openai, apiKey: sk-test, baseUrl: BASE, overrideParams: {model: gpt-4o-mini}}
-    memory: {memoryId: '${ .memoryId }', maxMessages: 20}
-    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, required: [response]}}
-    agentOutcomes:
-      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}
-      - {finish: false}
-    end: true
-"""
+CHAT = MEMORY_CHAT.replace("id: memory-chat", "id: json-chat")
 
 #: commands whose output is not data: a shell script
 NOT_DATA = {"completion", "serve"}

@@ -11,25 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workflows import MEMORY_CHAT
+
 ROOT = Path(__file__).resolve().parents[2]
 
-CHAT = """
-id: memory-chat
-specVersion: '0.8'
-start: chat
-states:
-  - name: chat
-    type: aiagent
-    agentName: concierge
-    userMessage: '${ .message }'
-    llmConfig: {provider: openai, apiKey: sk-test, baseUrl: BASE, overrideParams: {model: gpt-4o-mini}}
-    memory: {memoryId: '${ .memoryId }', maxMessages: 20}
-    output: {schema: {type: object, properties: {response: {type: string}, done: {type: boolean}}, required: [response]}}
-    agentOutcomes:
-      - {condition: '${ $agentOutcome.returnValues.done == true }', finish: true}
-      - {finish: false}
-    end: true
-"""
+CHAT = MEMORY_CHAT
 
 
 def xflow(*args: str, stdin: str | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
