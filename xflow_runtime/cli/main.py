@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 #: command name → (module, one-line help). Add a command by adding a module and a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -126,18 +126,9 @@ def _configure_logging(level: str | None, verbose: int) -> None:
         def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
             return timestamp(record.created) or ""
 
-    class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-        """Writes to whatever ``sys.stderr`` is now (main() may run again in one process)."""
+    from xflow_runtime._logging import CurrentStderrHandler
 
-        @property  # type: ignore[override]
-        def stream(self) -> Any:
-            return sys.stderr
-
-        @stream.setter
-        def stream(self, value: Any) -> None:
-            pass
-
-    handler = StderrHandler()
+    handler = CurrentStderrHandler()
     handler.setFormatter(IsoFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

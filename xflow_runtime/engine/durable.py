@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import weakref
 from typing import Any, Awaitable, Callable
 
@@ -34,6 +33,7 @@ from dbos import DBOS, DBOSConfig, SetWorkflowAttributes, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, DBOSException
 from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
+from xflow_runtime._logging import CurrentStderrHandler
 from xflow_runtime.engine.durable_names import (
     APPLICATION_VERSION,
     EVENT_ENVELOPE_KEY,
@@ -103,23 +103,6 @@ async def stop_running_instances() -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is when a record is logged. DBOS's own console handler
-    keeps the stream of the moment it was created, which breaks once an embedder (or a test
-    harness) swaps and closes that stream."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    @property  # type: ignore[override]
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-
 def describe_error(error: BaseException) -> str:
     """A database error in one or two lines: the driver's message, without SQLAlchemy's
     statement dump and "background" link."""
@@ -132,8 +115,8 @@ def attach_log_handler() -> None:
     that has none), at our level: DBOS's messages duplicate the errors we report."""
     dbos_logger = logging.getLogger("dbos")
     dbos_logger.setLevel(os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"))
-    if not any(isinstance(h, _CurrentStderrHandler) for h in dbos_logger.handlers):
-        handler = _CurrentStderrHandler()
+    if not any(isinstance(h, CurrentStderrHandler) for h in dbos_logger.handlers):
+        handler = CurrentStderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)8s] dbos: %(message)s", "%H:%M:%S"))
         dbos_logger.addHandler(handler)
         dbos_logger.propagate = False
