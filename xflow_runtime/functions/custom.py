@@ -20,6 +20,7 @@ from typing import Any, Callable
 from xflow_runtime.calling import call_arguments
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
+from xflow_runtime.functions.daemon_workers import WORKERS
 from xflow_runtime.plan.functions import FunctionDef
 
 PYTHON_PREFIX = "python:"
@@ -65,13 +66,11 @@ async def invoke_custom(fn: FunctionDef, arguments: Any, context: FunctionContex
 
 async def _in_daemon_thread(name: str, target: Callable[..., Any], args: tuple[Any, ...],
                             kwargs: dict[str, Any], context: FunctionContext) -> Any:
-    from xflow_runtime.expressions.bounded_thread import start_daemon_thread
-
-    done, thread = start_daemon_thread(functools.partial(target, *args, **kwargs), f"xflow-function: {name}")
+    call = WORKERS.submit(functools.partial(target, *args, **kwargs), name)
     try:
-        return await done  # cancelling the wait cancels the future: a late outcome is dropped
+        return await call.outcome  # cancelling the wait cancels the future: a late outcome is dropped
     except asyncio.CancelledError:
-        if thread.is_alive():
+        if call.running:
             context.log.warning("custom function %s is still running after its call was abandoned (timeout or "
                                 "cancellation); its result will be discarded", name)
         raise
