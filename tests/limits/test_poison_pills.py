@@ -49,3 +49,33 @@ def test_a_step_that_kills_its_process_is_parked_after_the_configured_recoveries
     clean = process("recover")  # the next process starts cleanly and leaves the parked instance alone
     assert clean.returncode == 0, clean.stderr
     assert json.loads(clean.stdout) == {"status": "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
+
+
+WAITING = {
+    "id": "waiter", "specVersion": "0.8", "start": "Wait",
+    "events": [{"name": "go", "type": "go", "source": "test"}],
+    "states": [{"name": "Wait", "type": "event", "end": True,
+                "onEvents": [{"eventRefs": ["go"], "eventDataFilter": {"toStateData": "${ .got }"}}]}],
+}
+
+
+@pytest.mark.slow
+def test_a_waiting_instance_killed_more_often_than_the_limit_is_not_parked(tmp_path: Path) -> None:
+    # Each process recovers the instance, replays it up to its live wait and is killed there: a
+    # crash count that also counted these dispatches would park it at the third.
+    workflow = tmp_path / "waiter.json"
+    workflow.write_text(json.dumps(WAITING))
+    url = f"sqlite:///{tmp_path / 'waiter.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XFLOW_MAX_RECOVERY_ATTEMPTS": str(ATTEMPTS)}
+
+    def process(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(REPO / "tests" / "limits" / "waiting_runner.py"), mode, url,
+                               str(workflow)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    for mode in ["start"] + ["recover"] * (ATTEMPTS + 2):
+        killed = process(mode)
+        assert killed.returncode == 9, killed.stderr
+        assert json.loads(killed.stdout) == {"reached_wait": True}, killed.stderr
+    finished = process("finish")
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout) == {"status": "SUCCESS", "output": {"got": {"ok": True}}}

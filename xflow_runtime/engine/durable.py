@@ -42,6 +42,7 @@ from xflow_runtime.engine.durable_names import (
     parked_error,
 )
 from xflow_runtime.engine.durable_port import DurablePort
+from xflow_runtime.engine.durable_progress import instances_made_progress
 from xflow_runtime.engine.durable_replay import ReplayOrder
 from xflow_runtime.engine.scopes import enter_root
 from xflow_runtime.errors import WorkflowFailed, XFlowError
@@ -69,12 +70,13 @@ async def _instance_workflow(request: dict[str, Any]) -> Any:
     order = ReplayOrder(instance_id, get_local_dbos_context(), root)
     task = asyncio.current_task()
     if task is not None:
-        _running.add(task)
+        _running[task] = instance_id
     return await _body(request, DurablePort(instance_id, order=order))
 
 
-#: The instances running in this process (their DBOS workflow tasks), stopped before DBOS is.
-_running: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
+#: The instances running in this process (their DBOS workflow tasks → instance ids), stopped
+#: before DBOS is.
+_running: "weakref.WeakKeyDictionary[asyncio.Task[Any], str]" = weakref.WeakKeyDictionary()
 
 
 def _started_tasks() -> set["asyncio.Task[Any]"]:
@@ -95,12 +97,14 @@ async def stop_running_instances() -> None:
     the next process; stopping them here lets them unwind while DBOS is still open, instead of
     being collected half-way through a DBOS call after it shut down."""
     loop = asyncio.get_running_loop()  # DBOS runs instances recovered at launch on a loop of its own
-    tasks = [task for task in _running | _started_tasks()
+    tasks = [task for task in set(_running) | _started_tasks()
              if not task.done() and task.get_loop() is loop and task is not asyncio.current_task()]
     for task in tasks:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+        # A clean stop is no crash: these dispatches do not count towards parking them.
+        await instances_made_progress(_running[task] for task in tasks if task in _running)
 
 
 def describe_error(error: BaseException) -> str:

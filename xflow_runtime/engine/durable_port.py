@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 from dbos import DBOS
 
 from xflow_runtime.engine.durable_names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
+from xflow_runtime.engine.durable_progress import instances_made_progress
 from xflow_runtime.engine.durable_replay import (
     CANCELLED,
     HISTORY_STEP,
@@ -71,6 +72,7 @@ class DurablePort:
         self.history = history
         self.order = order or ReplayOrder(instance_id, None)
         self._flushed_at = time.monotonic()
+        self._progress_noted: "asyncio.Future[None] | None" = None
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
         call = _call(name)
@@ -118,6 +120,7 @@ class DurablePort:
             raise
         # Once the clock reading is recorded, it names the wait's number too: a cancelled wait
         # needs no marker (the common case: the work won).
+        self._note_live_wait(timer_slot.step_id)
         await timer_slot.run_async({"name": call.named(TIMER_WAIT)}, wait_until_wake)
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
@@ -127,6 +130,7 @@ class DurablePort:
         # reserving it and calling recv); it is written alongside the wait.
         marker = self._reserve()
         written = asyncio.ensure_future(marker.run_async({"name": call.name}, _nothing))
+        self._note_live_wait(marker.step_id + 1, marker.step_id + 2)
         # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
         receiving = DBOS.recv_async(topic, timeout_seconds=seconds)
@@ -170,6 +174,14 @@ class DurablePort:
     async def flush(self) -> None:
         """Store the pending history records (at the end of the instance)."""
         await self._take_turn(None, blocking=True, flush_only=True)
+
+    def _note_live_wait(self, *numbers: int) -> None:
+        """A wait at operation ``numbers`` that no earlier run completed: this dispatch survived
+        its replay, so the instance is no poison pill (:mod:`.durable_progress`). Once per run, in
+        the background: nothing may be awaited between drawing a wait's numbers and waiting."""
+        if self._progress_noted is not None or any(self.order.is_recorded(n) for n in numbers):
+            return
+        self._progress_noted = asyncio.ensure_future(instances_made_progress([self.instance_id]))
 
     def _reserve(self) -> Any:
         slot = DBOS.reserve_step()
