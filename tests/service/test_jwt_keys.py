@@ -81,3 +81,83 @@ def test_key_configuration_errors_are_clear(tmp_path: Path) -> None:
     (tmp_path / "empty.json").write_text('{"keys": []}')
     with pytest.raises(XFlowError, match="no RSA key"):
         JwtSettings(jwks_file=str(tmp_path / "empty.json"))
+
+
+class KeySetServer:
+    """An identity provider's JWKS endpoint on 127.0.0.1 that counts its fetches."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.keys: list[dict] = []
+        self.fetches = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                owner.fetches += 1
+                body = json.dumps({"keys": owner.keys}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def publish(self, key: rsa.RSAPrivateKey, kid: str) -> None:
+        self.keys.append({**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())), "kid": kid, "use": "sig"})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_rs256_with_a_jwks_url_caches_the_key_set_and_picks_up_a_rotated_key() -> None:
+    first, second = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+    provider = KeySetServer()
+    try:
+        provider.publish(first, "k1")
+        auth = Authenticator(jwt_settings=JwtSettings(jwks_url=provider.url, jwks_cooldown_seconds=0))
+        for _ in range(3):
+            assert principal_of(auth, jwt.encode(claims(), first, "RS256", headers={"kid": "k1"})) == \
+                Principal("acme", "ann", "user")
+        assert provider.fetches == 1  # the key set is cached
+        provider.publish(second, "k2")  # the provider rotates: an unknown kid refetches once
+        assert principal_of(auth, jwt.encode(claims(), second, "RS256", headers={"kid": "k2"})) == \
+            Principal("acme", "ann", "user")
+        assert provider.fetches == 2
+        forged = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        assert principal_of(auth, jwt.encode(claims(), forged, "RS256", headers={"kid": "k1"})) == 401
+    finally:
+        provider.close()
+
+
+def test_unknown_kids_do_not_hammer_the_identity_provider() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    provider = KeySetServer()
+    try:
+        provider.publish(key, "k1")
+        auth = Authenticator(jwt_settings=JwtSettings(jwks_url=provider.url, jwks_cooldown_seconds=60))
+        assert principal_of(auth, jwt.encode(claims(), key, "RS256", headers={"kid": "k1"})) != 401
+        for n in range(10):
+            assert principal_of(auth, jwt.encode(claims(), key, "RS256", headers={"kid": f"forged-{n}"})) == 401
+        assert provider.fetches == 1  # within the cooldown, no refetch per forged kid
+    finally:
+        provider.close()
+
+
+def test_a_jwks_url_must_be_https_unless_on_loopback_and_an_unreachable_one_is_503() -> None:
+    with pytest.raises(XFlowError, match="https"):
+        JwtSettings(jwks_url="http://idp.example.com/jwks.json")
+    from tests.service.support import free_port
+
+    auth = Authenticator(jwt_settings=JwtSettings(jwks_url=f"http://127.0.0.1:{free_port()}/jwks.json"))
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    assert principal_of(auth, jwt.encode(claims(), key, "RS256", headers={"kid": "k1"})) == 503

@@ -34,6 +34,8 @@ def register(subparsers: Any, name: str) -> None:
                         help="environment variable holding the HS256 secret (≥ 32 bytes)")
     parser.add_argument("--jwt-public-key", metavar="FILE", default=None, help="RS256 public key (PEM)")
     parser.add_argument("--jwt-jwks", metavar="FILE", default=None, help="RS256 keys (a JWKS document)")
+    parser.add_argument("--jwt-jwks-url", metavar="URL", default=None,
+                        help="RS256 keys served by the identity provider (https; cached 5 min)")
     parser.add_argument("--jwt-issuer", default=None)
     parser.add_argument("--jwt-audience", default=None)
     parser.add_argument("--llm-script", metavar="FILE", default=None,
@@ -41,6 +43,15 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--llm-api-base", metavar="URL", default=None,
                         help="send every LLM call to this OpenAI-compatible endpoint (a gateway)")
     parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
+    parser.add_argument("--body-timeout", metavar="SECONDS", type=float, default=30.0,
+                        help="a request body must arrive within this (408 otherwise; default 30)")
+    parser.add_argument("--max-wait", metavar="SECONDS", type=float, default=60.0,
+                        help="the longest Prefer: wait a start may ask for (default 60)")
+    parser.add_argument("--reply-timeout", metavar="SECONDS", type=float, default=120.0,
+                        help="how long a chat message waits for the agent's reply (default 120)")
+    parser.add_argument("--request-timeout", metavar="SECONDS", type=float, default=None,
+                        help="answer 504 when no response has started within this; it must exceed the two "
+                             "waits above (default: the longer of them + 30)")
     parser.add_argument("--key-cache-seconds", type=float, default=5.0,
                         help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
@@ -84,6 +95,7 @@ def build_auth(args: argparse.Namespace, database_url: str | None) -> Any:
             with open(args.jwt_public_key, encoding="utf-8") as handle:
                 public_key = handle.read()
         jwt_settings = JwtSettings(secret=secret, public_key=public_key, jwks_file=args.jwt_jwks,
+                                   jwks_url=args.jwt_jwks_url,
                                    issuer=args.jwt_issuer, audience=args.jwt_audience)
     return Authenticator(keys=keys, jwt_settings=jwt_settings)
 
@@ -107,10 +119,12 @@ def serve_command(args: argparse.Namespace) -> int:
 
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
         runtime = Runtime("durable", database_url=args.db, llm=llm)
-        app = create_app(runtime, workflows=args.workflows, auth=auth,
-                         options=ServiceOptions(max_body_bytes=args.max_body_bytes),
+        options = ServiceOptions(max_body_bytes=args.max_body_bytes, body_timeout_seconds=args.body_timeout,
+                                 max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
+                                 request_timeout_seconds=args.request_timeout)
+        app = create_app(runtime, workflows=args.workflows, auth=auth, options=options,
                          sonataflow_routes=args.sonataflow_routes)
-    except (XFlowError, OSError) as error:
+    except (XFlowError, OSError, ValueError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2
     # The command-wide --log-level / -v (cli/main.py) also sets uvicorn's level; INFO by default.

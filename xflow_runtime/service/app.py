@@ -53,7 +53,9 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
         from xflow_runtime.service import routes_sonataflow
 
         app.include_router(routes_sonataflow.router)
-    app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics)
+    app.add_middleware(ServiceMiddleware, max_body_bytes=state.options.max_body_bytes, metrics=metrics,
+                       body_timeout=state.options.body_timeout_seconds,
+                       request_timeout=state.options.request_timeout)
     return app
 
 

@@ -3,7 +3,9 @@ credential only, never from a path, query or body.
 
 - API keys (``Authorization: Bearer xfk_…`` or ``X-API-Key``), see :mod:`.api_keys`.
 - JWTs (``Authorization: Bearer <jwt>``) verified with PyJWT: HS256 with a shared secret (≥ 32
-  bytes), or RS256 with a PEM public key or a JWKS file (key chosen by ``kid``). The algorithm is
+  bytes), or RS256 with a PEM public key, a JWKS file or a JWKS URL (key chosen by ``kid``; the
+  URL's key set is cached for ``jwks_lifespan_seconds``, and an unknown ``kid`` refetches it at
+  most once per ``jwks_cooldown_seconds``, so forged kids cannot hammer the identity provider). The algorithm is
   pinned by the key, never taken from the token; ``exp`` is required; ``iss``/``aud`` are checked
   when configured. Claims: ``tenant`` (``tenant_claim``), ``sub`` (the user), ``role``
   (``service`` or ``user``, default ``user``).
@@ -13,6 +15,7 @@ credential only, never from a path, query or body.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,27 +36,43 @@ class JwtSettings:
     secret: str | None = None          # HS256
     public_key: str | None = None      # RS256, PEM text
     jwks_file: str | None = None       # RS256, a JWKS document on disk
+    jwks_url: str | None = None        # RS256, a JWKS document served by the identity provider
+    jwks_lifespan_seconds: float = 300.0
+    jwks_cooldown_seconds: float = 30.0
     issuer: str | None = None
     audience: str | None = None
     tenant_claim: str = "tenant"
     leeway_seconds: int = 30
     _jwks: dict[str, Any] = field(default_factory=dict, repr=False)
+    _jwks_client: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if sum(x is not None for x in (self.secret, self.public_key, self.jwks_file)) != 1:
-            raise XFlowError("JWT auth needs exactly one of: an HS256 secret, an RS256 public key, a JWKS file")
+        if sum(x is not None for x in (self.secret, self.public_key, self.jwks_file, self.jwks_url)) != 1:
+            raise XFlowError("JWT auth needs exactly one of: an HS256 secret, an RS256 public key, a JWKS file, "
+                             "a JWKS URL")
         if self.secret is not None and len(self.secret.encode()) < 32:
             raise XFlowError("an HS256 secret must be at least 32 bytes")
         if self.jwks_file is not None:
             self._jwks = _read_jwks(Path(self.jwks_file))
+        if self.jwks_url is not None:
+            self._jwks_client = _jwks_client(self.jwks_url, self.jwks_lifespan_seconds, self.jwks_cooldown_seconds)
 
-    def key_for(self, token: str) -> tuple[Any, list[str]]:
+    async def key_for(self, token: str) -> tuple[Any, list[str]]:
         import jwt
 
         if self.secret is not None:
             return self.secret, ["HS256"]
         if self.public_key is not None:
             return self.public_key, ["RS256"]
+        if self._jwks_client is not None:
+            try:  # PyJWKClient fetches with urllib: off the event loop
+                found = await asyncio.to_thread(self._jwks_client.get_signing_key_from_jwt, token)
+            except jwt.PyJWKClientConnectionError:
+                raise Problem("not-ready", "the identity provider's key set cannot be fetched",
+                              headers={"Retry-After": "5"}) from None
+            if found.key_type != "RSA":
+                raise jwt.InvalidTokenError("the key is not an RSA key")
+            return found.key, ["RS256"]
         kid = jwt.get_unverified_header(token).get("kid")
         key = self._jwks.get(kid) if isinstance(kid, str) else None
         if key is None:
@@ -75,6 +94,25 @@ def _read_jwks(path: Path) -> dict[str, Any]:
     if not keys:
         raise XFlowError(f"the JWKS file {path} has no RSA key with a kid")
     return keys
+
+
+def _jwks_client(url: str, lifespan: float, cooldown: float) -> Any:
+    """A cached key-set client; plain HTTP only to a loopback host (a key set fetched in the clear
+    lets anyone on the path mint tokens)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    import jwt
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise XFlowError(f"the JWKS URL must be https:// (http:// only on a loopback host): {url}")
+    return jwt.PyJWKClient(url, cache_jwk_set=True, lifespan=lifespan, cooldown_duration=cooldown, timeout=5)
 
 
 def _unauthenticated(detail: str, *, presented: bool) -> Problem:
@@ -105,16 +143,16 @@ class Authenticator:
                 raise _unauthenticated("the API key is unknown, revoked or expired", presented=True)
             return principal
         if self.jwt is not None and credential.count(".") == 2:
-            return self._from_jwt(credential)
+            return await self._from_jwt(credential)
         raise _unauthenticated("the credential is not valid", presented=True)
 
-    def _from_jwt(self, token: str) -> Principal:
+    async def _from_jwt(self, token: str) -> Principal:
         import jwt
 
         settings = self.jwt
         assert settings is not None
         try:
-            key, algorithms = settings.key_for(token)
+            key, algorithms = await settings.key_for(token)
             claims = jwt.decode(token, key, algorithms=algorithms, issuer=settings.issuer,
                                 audience=settings.audience, leeway=settings.leeway_seconds,
                                 options={"require": ["exp", "sub"], "verify_aud": settings.audience is not None})

@@ -1,10 +1,15 @@
 """Pure ASGI middleware (no ``BaseHTTPMiddleware``: it re-wraps streams and breaks SSE
-disconnects): a request id, the body-size bound (413 from ``Content-Length`` or while the body
-streams in, never buffered past the limit), Prometheus request metrics labelled by route
-*template*, and one structured access-log line per request (no bodies, no credentials)."""
+disconnects): a request id, the body bounds (413 from ``Content-Length`` or while the body
+streams in, never buffered past the limit; 408 when the body does not arrive within
+``body_timeout``), the request-time bound (504 when no response has started within
+``request_timeout``; a response that started, such as an SSE stream, is not cut), Prometheus
+request metrics labelled by route *template*, and one structured access-log line per request
+(no bodies, no credentials)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -27,11 +32,18 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooSlow(Exception):
+    pass
+
+
 class ServiceMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, metrics: ServiceMetrics) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, metrics: ServiceMetrics,
+                 body_timeout: float = 30.0, request_timeout: float = 150.0) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.metrics = metrics
+        self.body_timeout = body_timeout
+        self.request_timeout = request_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,12 +54,14 @@ class ServiceMiddleware:
         started = time.perf_counter()
         status = 500
         response_started = False
+        started_response = asyncio.Event()
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status, response_started
             if message["type"] == "http.response.start":
                 status = message["status"]
                 response_started = True
+                started_response.set()
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
@@ -56,27 +70,58 @@ class ServiceMiddleware:
         try:
             if declared is not None and declared > self.max_body_bytes:
                 raise _TooLarge
-            await self.app(scope, self._bounded(receive), send_wrapper)
+            await self._within_time(self.app(scope, self._bounded(receive), send_wrapper), started_response)
         except _TooLarge:
             if not response_started:
                 problem = Problem("payload-too-large", f"the body exceeds {self.max_body_bytes} bytes")
                 await problem_response(problem, request_id)(scope, receive, send_wrapper)
+        except _TooSlow as slow:
+            if not response_started:
+                await problem_response(slow.args[0], request_id)(scope, receive, send_wrapper)
         finally:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             self.metrics.observe_request(scope["method"], route, status, elapsed)
             _log_access(scope, route, status, elapsed, request_id)
 
+    async def _within_time(self, handling: Awaitable[None], started_response: asyncio.Event) -> None:
+        """Run the handler until it ends, or until its response has started; cancel it (and answer
+        504) if neither happens within the request timeout. Every wait a handler does on purpose
+        (``Prefer: wait``, a chat reply) is bounded below this, so only a stall reaches it."""
+        task = asyncio.ensure_future(handling)
+        started = asyncio.ensure_future(started_response.wait())
+        try:
+            await asyncio.wait({task, started}, timeout=self.request_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            started.cancel()
+        if not task.done() and not started_response.is_set():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, _TooLarge, _TooSlow):
+                await task
+            raise _TooSlow(Problem("request-timeout", f"no response within {self.request_timeout:g} s; "
+                                   "a retried start with the same Idempotency-Key never starts a second instance"))
+        await task
+
     def _bounded(self, receive: Receive) -> Receive:
         received = 0
+        body_done = False
+        deadline = time.monotonic() + self.body_timeout
 
         async def bounded() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:  # later receives wait for a disconnect (SSE): not bounded here
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.0))
+            except asyncio.TimeoutError:
+                raise _TooSlow(Problem("request-body-timeout",
+                                       f"the body did not arrive within {self.body_timeout:g} s")) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
                     raise _TooLarge
+                body_done = not message.get("more_body", False)
             return message
 
         return bounded

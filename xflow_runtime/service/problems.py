@@ -34,6 +34,7 @@ PROBLEM_TYPES: dict[str, tuple[int, str]] = {
     "instance-not-awaiting-input": (409, "The instance is not waiting for a message"),
     "instance-terminal": (409, "The instance has already ended"),
     "instance-running": (409, "The instance is still running"),
+    "request-body-timeout": (408, "The request body did not arrive in time"),
     "payload-too-large": (413, "The request body is too large"),
     "unsupported-media-type": (415, "The request content type is not supported"),
     "validation-error": (422, "The request is not valid"),
@@ -42,6 +43,7 @@ PROBLEM_TYPES: dict[str, tuple[int, str]] = {
     "internal": (500, "Internal server error"),
     "not-ready": (503, "The service is not ready"),
     "reply-timeout": (504, "The instance did not answer in time"),
+    "request-timeout": (504, "The request took too long"),
 }
 
 

@@ -25,6 +25,21 @@ class ServiceOptions:
     max_wait_seconds: float = 60.0     # Prefer: wait=N on a start is capped here
     reply_timeout_seconds: float = 120.0  # a chat message waits this long for the reply
     heartbeat_seconds: float = 15.0
+    body_timeout_seconds: float = 30.0  # the whole request body must arrive within this (408)
+    #: No response started within this → 504. ``None``: the longest deliberate wait above + 30 s.
+    request_timeout_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        longest_wait = max(self.max_wait_seconds, self.reply_timeout_seconds)
+        if self.request_timeout_seconds is not None and self.request_timeout_seconds <= longest_wait:
+            raise ValueError(f"the request timeout ({self.request_timeout_seconds:g} s) must exceed the longest "
+                             f"wait a request may ask for ({longest_wait:g} s), or it would cut a bounded wait")
+
+    @property
+    def request_timeout(self) -> float:
+        if self.request_timeout_seconds is not None:
+            return self.request_timeout_seconds
+        return max(self.max_wait_seconds, self.reply_timeout_seconds) + 30.0
 
 
 @dataclass
