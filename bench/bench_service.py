@@ -13,7 +13,9 @@ durable engine with their own SQLite store:
 Printed: ``BENCH service sessions=… messages=… direct_p50_ms direct_p95_ms http_p50_ms http_p95_ms
 overhead_p95_ms (= http p95 − direct p95) ratio_mean (= http mean / direct mean) errors
 rss_per_waiting_kib`` (the server's resident memory growth while every conversation waits, per
-conversation) ``load_avg``.
+conversation) ``load_avg``, and the CPU each layout spends per message (``direct_cpu_ms``: this
+process minus the model server's thread; ``http_cpu_ms``: the server process), the figure a loaded
+machine does not distort: ``overhead_cpu_ms`` = their difference is what the HTTP layer costs.
 
 Run: ``python3 bench/bench_service.py [--sessions 200] [--messages 5] [--latency 0.05]``.
 """
@@ -53,12 +55,20 @@ states:
 SCRIPT = {"default": {"json": {"response": "ok"}}}
 
 
+def cpu_seconds(pid: int | str = "self", thread: int | None = None) -> float:
+    """User + system CPU of a process (or of one of its threads), from /proc."""
+    path = f"/proc/{pid}/task/{thread}/stat" if thread is not None else f"/proc/{pid}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-async def direct(folder: Path, api_base: str, sessions: int, messages: int) -> tuple[list[float], int]:
+async def direct(folder: Path, api_base: str, sessions: int, messages: int,
+                 model_thread: int) -> tuple[list[float], int, float]:
     from xflow_runtime import Runtime
     from xflow_runtime.llm import LLMSettings
 
@@ -70,16 +80,22 @@ async def direct(folder: Path, api_base: str, sessions: int, messages: int) -> t
 
     latencies: list[float] = []
     errors = 0
+    ready = asyncio.Event()
+    started_count = 0
     async with Runtime("durable", database_url=f"sqlite:///{folder / 'direct' / 'x.sqlite'}",
                        llm=LLMSettings(api_base=api_base), on_instance_history=on_record) as runtime:
         plan = runtime.load(folder / "chat.yaml")
 
         async def session(n: int) -> None:
-            nonlocal errors
+            nonlocal errors, started_count
             instance_id = f"direct-{n}"
             waiting[instance_id] = asyncio.Queue()
             await runtime.start(plan, {"message": "hi"}, instance_id=instance_id)
             await asyncio.wait_for(waiting[instance_id].get(), 120)
+            started_count += 1
+            if started_count == sessions:
+                ready.set()
+            await ready.wait()
             for m in range(messages):
                 started = time.perf_counter()
                 try:
@@ -89,8 +105,12 @@ async def direct(folder: Path, api_base: str, sessions: int, messages: int) -> t
                 except Exception:
                     errors += 1
 
-        await asyncio.gather(*(session(n) for n in range(sessions)))
-    return latencies, errors
+        tasks = [asyncio.ensure_future(session(n)) for n in range(sessions)]
+        await ready.wait()
+        cpu_before = cpu_seconds() - cpu_seconds(thread=model_thread)
+        await asyncio.gather(*tasks)
+        cpu = cpu_seconds() - cpu_seconds(thread=model_thread) - cpu_before
+    return latencies, errors, cpu / max(len(latencies), 1)
 
 
 def rss_kib(pid: int) -> int:
@@ -100,7 +120,8 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-async def over_http(folder: Path, api_base: str, sessions: int, messages: int) -> tuple[list[float], int, float]:
+async def over_http(folder: Path, api_base: str, sessions: int,
+                    messages: int) -> tuple[list[float], int, float, float]:
     import httpx
 
     with socket.socket() as sock:
@@ -152,11 +173,13 @@ async def over_http(folder: Path, api_base: str, sessions: int, messages: int) -
             await ready.wait()
             await asyncio.sleep(1.0)
             per_waiting = (rss_kib(server.pid) - baseline) / sessions
+            cpu_before = cpu_seconds(server.pid)
             await asyncio.gather(*tasks)
+            cpu = cpu_seconds(server.pid) - cpu_before
     finally:
         server.terminate()
         server.wait(60)
-    return latencies, errors, per_waiting
+    return latencies, errors, per_waiting, cpu / max(len(latencies), 1)
 
 
 def main() -> None:
@@ -172,15 +195,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp, ScriptedModelServer(SCRIPT, latency=args.latency) as model:
         folder = Path(temp)
         (folder / "chat.yaml").write_text(WORKFLOW)
-        direct_latencies, direct_errors = asyncio.run(direct(folder, model.api_base, args.sessions, args.messages))
-        http_latencies, http_errors, per_waiting = asyncio.run(
+        direct_latencies, direct_errors, direct_cpu = asyncio.run(
+            direct(folder, model.api_base, args.sessions, args.messages, model.thread_native_id))
+        http_latencies, http_errors, per_waiting, http_cpu = asyncio.run(
             over_http(folder, model.api_base, args.sessions, args.messages))
     print(f"BENCH service sessions={args.sessions} messages={args.messages} latency_s={args.latency} "
           f"direct_p50_ms={p(direct_latencies, 0.5):.1f} direct_p95_ms={p(direct_latencies, 0.95):.1f} "
           f"http_p50_ms={p(http_latencies, 0.5):.1f} http_p95_ms={p(http_latencies, 0.95):.1f} "
           f"overhead_p95_ms={p(http_latencies, 0.95) - p(direct_latencies, 0.95):.1f} "
           f"ratio_mean={statistics.mean(http_latencies) / statistics.mean(direct_latencies):.2f} "
-          f"errors={direct_errors + http_errors} rss_per_waiting_kib={per_waiting:.0f} load_avg={load:.1f}")
+          f"errors={direct_errors + http_errors} rss_per_waiting_kib={per_waiting:.0f} "
+          f"direct_cpu_ms={direct_cpu * 1000:.2f} http_cpu_ms={http_cpu * 1000:.2f} "
+          f"overhead_cpu_ms={(http_cpu - direct_cpu) * 1000:.2f} load_avg={load:.1f}")
 
 
 if __name__ == "__main__":

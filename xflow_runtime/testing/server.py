@@ -83,6 +83,11 @@ class ScriptedModelServer:
 
     # ------------------------------------------------------------ lifecycle
 
+    @property
+    def thread_native_id(self) -> int | None:
+        """The OS id of the server's thread (benchmarks subtract its CPU from their process's)."""
+        return self._thread.native_id if self._thread is not None else None
+
     def start(self) -> "ScriptedModelServer":
         if self._loop is not None:
             return self
