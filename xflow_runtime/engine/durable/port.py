@@ -2,9 +2,9 @@
 
 Every effect is a DBOS step (its result or exception is checkpointed), a sleep is a recorded
 wake-up time plus a step recorded when the timer fires, and waiting for an event is a durable
-``recv`` with a timeout. Each call is named after its scope (:mod:`.scopes`) and takes its turn
-in the recorded order while the instance replays (:mod:`.durable_replay`). The DBOS lifecycle
-(launch, start, recovery) is :mod:`.durable`.
+``recv`` with a timeout. Each call is named after its scope (:mod:`..scopes`) and takes its turn
+in the recorded order while the instance replays (:mod:`.replay`). The DBOS lifecycle
+(launch, start, recovery) is :mod:`.engine`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from dbos import DBOS
 
-from xflow_runtime.engine.durable_names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
-from xflow_runtime.engine.durable_replay import (
+from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
+from xflow_runtime.engine.durable.replay import (
     CANCELLED,
     HISTORY_STEP,
     OUTCOME,
@@ -51,7 +51,7 @@ HISTORY_BATCH_MAX = 1000
 class DurablePort:
     """The engine port inside one running DBOS workflow (one instance).
 
-    Every call is named after its scope (:mod:`.scopes`) and first takes its turn in the recorded
+    Every call is named after its scope (:mod:`..scopes`) and first takes its turn in the recorded
     order (:class:`ReplayOrder`: a no-op unless the instance is replaying after a restart), then
     draws the DBOS operation numbers it needs. A call cancelled in flight because a race was
     decided leaves a marker naming the numbers it drew, so a replay knows they were drawn (and by
