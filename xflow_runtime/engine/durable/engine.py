@@ -59,6 +59,10 @@ class DurableEngineError(XFlowError):
     """The durable engine cannot start, or an instance id is unknown."""
 
 
+# Recorded (pickled) errors name the package, the public path, not this module.
+DurableEngineError.__module__ = "xflow_runtime.engine.durable"
+
+
 @DBOS.workflow(name=WORKFLOW_NAME, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
 async def _instance_workflow(request: dict[str, Any]) -> Any:
     if _body is None:
