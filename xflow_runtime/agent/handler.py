@@ -26,7 +26,7 @@ from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
-from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter
+from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
 from xflow_runtime.plan.model import Exit
 
 NO_OUTCOME = "AgentNoOutcome"

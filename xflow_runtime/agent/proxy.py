@@ -20,8 +20,8 @@ from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.registry import register_state_handler
-from xflow_runtime.plan.agent import OutcomeFilter
-from xflow_runtime.plan.agent_proxy import AgentProxyState
+from xflow_runtime.agent.plan import OutcomeFilter
+from xflow_runtime.agent.proxy_plan import AgentProxyState
 from xflow_runtime.plan.model import Action, Exit
 
 _DEFAULT = OutcomeFilter()

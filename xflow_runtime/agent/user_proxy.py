@@ -24,9 +24,9 @@ from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.expressions import merge
 from xflow_runtime.interpreter.registry import register_state_handler
-from xflow_runtime.plan.agent import OutcomeFilter
+from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.model import Exit
-from xflow_runtime.plan.user_proxy import UserProxyState
+from xflow_runtime.agent.user_proxy_plan import UserProxyState
 
 _DEFAULT = OutcomeFilter()
 FACILITATOR_INSTRUCTIONS = (

@@ -25,8 +25,8 @@ _COMPILERS: dict[str, StateCompiler] = {}
 
 #: Modules imported when a lookup misses, so that their ``register_state_compiler`` calls run. The
 #: agent module registers ``aiagent`` and its stubs; missing modules are skipped.
-EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.plan.agent", "xflow_runtime.plan.usertask",
-                                     "xflow_runtime.plan.user_proxy", "xflow_runtime.plan.agent_proxy")
+EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.agent.plan", "xflow_runtime.usertask.plan",
+                                     "xflow_runtime.agent.user_proxy_plan", "xflow_runtime.agent.proxy_plan")
 _extensions_loaded = False
 
 

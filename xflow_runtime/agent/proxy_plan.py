@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xflow_runtime.expressions import JqExpression
-from xflow_runtime.plan.agent import AgentOutcome, _execution, compile_outcome  # noqa: PLC2701
+from xflow_runtime.agent.plan import AgentOutcome, _execution, compile_outcome  # noqa: PLC2701
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import FunctionRef, SubFlowRef
@@ -27,7 +27,7 @@ class AgentProxyState(State):
 
 def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
     from xflow_runtime.agent.prompts import compile_prompt
-    from xflow_runtime.plan.agent import _memory  # noqa: PLC2701
+    from xflow_runtime.agent.plan import _memory  # noqa: PLC2701
 
     where = ctx.where
     agent_name = require(raw, "agentName", where)

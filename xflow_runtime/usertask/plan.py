@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.expressions import JqExpression
 from xflow_runtime.plan.actions import compile_exit
-from xflow_runtime.plan.agent import AgentOutcome, compile_outcome
+from xflow_runtime.agent.plan import AgentOutcome, compile_outcome
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import Exit

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from xflow_runtime.expressions import JqExpression
-from xflow_runtime.plan.agent import AgentOutcome, AIAgentState, compile_aiagent, compile_outcome
+from xflow_runtime.agent.plan import AgentOutcome, AIAgentState, compile_aiagent, compile_outcome
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.registry import register_state_compiler
