@@ -1,4 +1,4 @@
-"""Compiled ``aiagentproxy`` states (specs/states-human.md §7). Registered on import."""
+"""Compiled ``aiagentproxy`` states (specs/states-human.md §7). Named in :mod:`xflow_runtime.state_types`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from xflow_runtime.agent.plan import AgentOutcome, _execution, compile_outcome  
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import FunctionRef, SubFlowRef
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import State
 
 
@@ -45,6 +44,3 @@ def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) 
         execution=_execution(require(raw, "execution", where), agent_name, ctx, f"{where}/execution"),
         outcomes=outcomes, data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
     )
-
-
-register_state_compiler("aiagentproxy", compile_agent_proxy)

@@ -20,7 +20,6 @@ from typing import Any, Mapping
 
 from xflow_runtime.agent.outcomes import apply_outcome_filter, select_outcome
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.durations import parse_duration
 from xflow_runtime.plan.model import Correlation, EventDef, Exit
@@ -193,6 +192,3 @@ def _root(run: Any) -> Any:
     while getattr(run, "parent", None) is not None:
         run = run.parent
     return run
-
-
-register_state_handler("usertask", handle_usertask)
