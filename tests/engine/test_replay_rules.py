@@ -1,4 +1,4 @@
-"""The replay rules of the durable engine, one small case each (``engine/durable_replay.py``).
+"""The replay rules of the durable engine, one small case each (``engine/durable/replay.py``).
 
 A recording maps operation numbers to the names DBOS stored; ``next_move`` says what a call does
 when the next number is ``head``. These are pure functions: every case runs in microseconds, and
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from xflow_runtime.engine.durable_replay import (
+from xflow_runtime.engine.durable.replay import (
     Call,
     Move,
     Recording,

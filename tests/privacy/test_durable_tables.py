@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from tests.privacy.conftest import Stores
-from xflow_runtime.engine.durable_subjects import INSTANCE_TABLES, POSTGRES_SCHEMA
+from xflow_runtime.engine.durable.subjects import INSTANCE_TABLES, POSTGRES_SCHEMA
 from xflow_runtime.runtime import Runtime
 
 #: DBOS tables that hold no instance data: queues, schedules, versions, migrations, and the

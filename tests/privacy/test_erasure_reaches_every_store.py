@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, inspect, text
 from tests.privacy.conftest import ERASED, KEPT, OTHER_PHRASE, PHRASE, TENANT, Stores, seed
 from tests.privacy.scan import traces
 from xflow_runtime import erase_user, export_user
-from xflow_runtime.engine.durable_subjects import INSTANCE_TABLES, POSTGRES_SCHEMA
+from xflow_runtime.engine.durable.subjects import INSTANCE_TABLES, POSTGRES_SCHEMA
 from xflow_runtime.privacy.export import is_empty
 
 pytestmark = pytest.mark.slow

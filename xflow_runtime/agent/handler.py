@@ -1,4 +1,4 @@
-"""The ``aiagent`` state handler (registered with the interpreter on import; litellm is imported
+"""The ``aiagent`` state handler (named in :mod:`xflow_runtime.state_types`; litellm is imported
 only when the first LLM call is made).
 
 One state visit is a conversation of one or more turns:
@@ -24,9 +24,8 @@ from xflow_runtime.agent.longterm_hook import conversation_source, long_term_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
-from xflow_runtime.plan.agent import AIAgentState, OutcomeFilter
+from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
 from xflow_runtime.plan.model import Exit
 
 NO_OUTCOME = "AgentNoOutcome"
@@ -142,5 +141,3 @@ def _model_name(state: AIAgentState) -> str:
 
 
 _DEFAULT = OutcomeFilter()  # no outcome matched: returnValues merged at the top level
-
-register_state_handler("aiagent", handle_aiagent)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.expressions import merge, merge_at_path
-from xflow_runtime.plan.agent import AgentOutcome, OutcomeFilter
+from xflow_runtime.agent.plan import AgentOutcome, OutcomeFilter
 
 
 def outcome_variables(variables: Mapping[str, Any], agent_outcome: Any) -> dict[str, Any]:

@@ -19,9 +19,8 @@ from xflow_runtime.agent.handler import _chat_scope, _instance_scoped, _root
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.actions import invoke
-from xflow_runtime.interpreter.registry import register_state_handler
-from xflow_runtime.plan.agent import OutcomeFilter
-from xflow_runtime.plan.agent_proxy import AgentProxyState
+from xflow_runtime.agent.plan import OutcomeFilter
+from xflow_runtime.agent.proxy_plan import AgentProxyState
 from xflow_runtime.plan.model import Action, Exit
 
 _DEFAULT = OutcomeFilter()
@@ -71,6 +70,3 @@ def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:
         log = values.get("response") if isinstance(values, Mapping) and isinstance(values.get("response"), str) \
             else json.dumps(values)
     return {"returnValues": values, "log": str(log)}
-
-
-register_state_handler("aiagentproxy", handle_agent_proxy)

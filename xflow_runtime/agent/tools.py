@@ -23,7 +23,7 @@ from typing import Any
 from xflow_runtime.engine.scopes import start_tasks
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
-from xflow_runtime.plan.agent import AIAgentState
+from xflow_runtime.agent.plan import AIAgentState
 from xflow_runtime.plan.model import Action
 
 

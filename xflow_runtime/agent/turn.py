@@ -21,7 +21,7 @@ from xflow_runtime.agent.tools import ToolRun, execute_tool_calls, refused
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.llm.client import ChatRequest, ChatResult, LLMClient
 from xflow_runtime.llm.config import LLMGroup, LLMNode, LLMTarget
-from xflow_runtime.plan.agent import AIAgentState
+from xflow_runtime.agent.plan import AIAgentState
 
 OUTPUT_INVALID = "AgentOutputInvalid"
 REPAIR_PROMPT = ("Your previous answer is not valid: {problems}\n"

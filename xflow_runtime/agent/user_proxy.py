@@ -23,10 +23,9 @@ from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables
 from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.expressions import merge
-from xflow_runtime.interpreter.registry import register_state_handler
-from xflow_runtime.plan.agent import OutcomeFilter
+from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.model import Exit
-from xflow_runtime.plan.user_proxy import UserProxyState
+from xflow_runtime.agent.user_proxy_plan import UserProxyState
 
 _DEFAULT = OutcomeFilter()
 FACILITATOR_INSTRUCTIONS = (
@@ -132,6 +131,3 @@ async def _next_message(state: UserProxyState, run: Any) -> str:
 
 def _finish(state: UserProxyState, data: Any, run: Any) -> Any:
     return data if state.data_filter is None else state.data_filter.evaluate(data, run.variables)
-
-
-register_state_handler("userproxyagent", handle_user_proxy)

@@ -94,7 +94,7 @@ def with_llm_script(args: argparse.Namespace, run: Any) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     async def rows() -> list[dict[str, Any]]:
-        from xflow_runtime.engine.durable_client import DurableStore
+        from xflow_runtime.engine.durable.client import DurableStore
         from xflow_runtime.runtime.execution import describe_status
 
         status = args.status.upper() if args.status else None
@@ -121,7 +121,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 def show_command(args: argparse.Namespace) -> int:
     async def describe() -> dict[str, Any]:
-        from xflow_runtime.engine.durable_client import DurableStore
+        from xflow_runtime.engine.durable.client import DurableStore
         from xflow_runtime.runtime import UnknownInstance
         from xflow_runtime.runtime.execution import describe_durable
 

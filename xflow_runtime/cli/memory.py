@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 from xflow_runtime.errors import XFlowError
 
 #: modules adding sub-commands to ``xflow memory``, in help order
-PROVIDERS: tuple[str, ...] = ("xflow_runtime.memory.chat.cli", "xflow_runtime.cli.memory_longterm",
+PROVIDERS: tuple[str, ...] = ("xflow_runtime.cli.memory_chat", "xflow_runtime.cli.memory_longterm",
                                "xflow_runtime.cli.memory_reindex")
 
 

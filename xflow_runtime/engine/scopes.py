@@ -6,7 +6,7 @@ an action, the tool calls of one model reply) as asyncio tasks. Each such task r
 where ``n`` is a number drawn from the parent — so it names the same work in every run, however
 the tasks interleave. Within a scope calls are sequential, so ``(scope path, sequence number)``
 identifies an engine call exactly. The durable engine records that pair with every operation and
-replays a recovered instance by it (:mod:`.durable_replay`); the in-process engine ignores it.
+replays a recovered instance by it (:mod:`.replay`); the in-process engine ignores it.
 
 Tasks started here are the only tasks whose cancellation the durable engine records: a task
 cancelled because a race was decided (a timer won, enough branches finished, a branch failed) is

@@ -9,18 +9,24 @@ the type checker only, and every field but ``identity`` may be absent (``None``)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.llm.client import LLMClient, LLMSettings
-    from xflow_runtime.memory.chat import ChatMemory
     from xflow_runtime.memory.longterm import LongTermMemory
-    from xflow_runtime.runtime.memory import LazyChatMemory
     from xflow_runtime.usertask.store import TaskStore
 
-    ChatMemoryService = Union[ChatMemory, LazyChatMemory]
     LongTermMemoryService = Union[LongTermMemory, LazyLongTermMemory]
+
+
+class ChatMemoryService(Protocol):
+    """What an agent state asks of chat memory: a :class:`~xflow_runtime.memory.chat.ChatMemory`,
+    or the runtime's lazy one (``runtime/memory.py``) that opens it on first use."""
+
+    async def load_window(self, scope: Any, policy: Any, *, model: str | None) -> list[dict[str, Any]]: ...
+
+    async def append_turn(self, scope: Any, messages: Sequence[Any], *, model: str | None) -> Any: ...
 
 #: Tenant of instances started without one.
 DEFAULT_TENANT = "default"
@@ -69,7 +75,7 @@ class InstanceServices:
 
     identity: Identity = field(default_factory=Identity)
     llm: "LLMClient | LLMSettings | None" = None
-    chat_memory: "ChatMemoryService | None" = None
+    chat_memory: ChatMemoryService | None = None
     long_term_memory: "LongTermMemoryService | None" = None
     reply_tokens: ReplyTokenSink | None = None
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)

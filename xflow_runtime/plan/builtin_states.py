@@ -1,4 +1,4 @@
-"""Compilers for the eight SW 0.8 state types, registered in :mod:`xflow_runtime.plan.registry`."""
+"""Compilers for the eight SW 0.8 state types, named in :mod:`xflow_runtime.state_types`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from xflow_runtime.plan.actions import compile_action, compile_actions, compile_
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import compile_timeouts, invalid
 from xflow_runtime.plan.durations import parse_duration
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import (
     Branch,
     CallbackState,
@@ -183,9 +182,3 @@ def callback(raw: dict, ctx: CompileContext, common: Common) -> State:
         event=ctx.event(require(raw, "eventRef", where), f"{where}/eventRef", "consumed"),
         event_filter=event_filter(raw.get("eventDataFilter"), ctx, f"{where}/eventDataFilter"),
     )
-
-
-for _name, _compiler in {"operation": operation, "switch": switch, "sleep": sleep, "inject": inject,
-                         "parallel": parallel, "foreach": foreach, "event": event,
-                         "callback": callback}.items():
-    register_state_compiler(_name, _compiler)

@@ -11,7 +11,6 @@ from typing import Any, Mapping
 
 from xflow_runtime.errors import DefinitionError
 from xflow_runtime.expressions import is_expression
-from xflow_runtime.plan import builtin_states  # noqa: F401  (registers the eight SW state types)
 from xflow_runtime.plan.actions import compile_exit, compile_on_errors, state_filter
 from xflow_runtime.plan.context import CompileContext
 from xflow_runtime.plan.durations import parse_duration

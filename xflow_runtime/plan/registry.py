@@ -1,4 +1,4 @@
-"""Extension point: compilers for state types the core does not know (``aiagent`` and friends).
+"""Compilers by state type, read from the one table of state types (:mod:`xflow_runtime.state_types`).
 
 A compiler receives the raw state (a dict), the :class:`~xflow_runtime.plan.compile.CompileContext`
 of the workflow being compiled (``ctx.where`` is the state's JSON pointer, for messages) and the
@@ -8,56 +8,31 @@ common fields already compiled (as keyword arguments for a
     def compile_aiagent(raw, ctx, common) -> State:
         return AIAgentState(**common, agent_name=raw["agentName"], ...)
 
-    register_state_compiler("aiagent", compile_aiagent)
+Our own state types are entries of :mod:`xflow_runtime.state_types`; an embedder adds one with
+``register_state_compiler("mytype", compile_mytype)``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
+
+from xflow_runtime import state_types
 
 if TYPE_CHECKING:
     from xflow_runtime.plan.compile import CompileContext
     from xflow_runtime.plan.states import State
 
-StateCompiler = Callable[[dict, "CompileContext", dict[str, Any]], "State"]
-
-_COMPILERS: dict[str, StateCompiler] = {}
-
-#: Modules imported when a lookup misses, so that their ``register_state_compiler`` calls run. The
-#: agent module registers ``aiagent`` and its stubs; missing modules are skipped.
-EXTENSION_MODULES: tuple[str, ...] = ("xflow_runtime.plan.agent", "xflow_runtime.plan.usertask",
-                                     "xflow_runtime.plan.user_proxy", "xflow_runtime.plan.agent_proxy")
-_extensions_loaded = False
+StateCompiler = Callable[[dict[str, Any], "CompileContext", dict[str, Any]], "State"]
 
 
 def register_state_compiler(type_name: str, compiler: StateCompiler) -> None:
     """Compile states of ``type_name`` with ``compiler`` (replaces an earlier registration)."""
-    _COMPILERS[type_name] = compiler
+    state_types.register(type_name, compiler=compiler)
 
 
 def state_compiler(type_name: str) -> StateCompiler | None:
-    compiler = _COMPILERS.get(type_name)
-    if compiler is None and not _extensions_loaded:  # only workflows using extension types pay
-        _load_extensions()
-        compiler = _COMPILERS.get(type_name)
-    return compiler
+    return cast("StateCompiler | None", state_types.compiler(type_name))
 
 
 def known_state_types() -> tuple[str, ...]:
-    _load_extensions()
-    return tuple(sorted(_COMPILERS))
-
-
-def _load_extensions() -> None:
-    global _extensions_loaded
-    if _extensions_loaded:
-        return
-    _extensions_loaded = True
-    import importlib
-
-    for module in EXTENSION_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    return state_types.known()

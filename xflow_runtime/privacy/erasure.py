@@ -13,7 +13,7 @@ uses. In order:
    an instance step in flight cannot write the user back;
 2. **durable** (when DBOS's tables exist): the user's instances (found by their subject label)
    are cancelled if unfinished, then every row of them is deleted
-   (:mod:`xflow_runtime.engine.durable_subjects`).
+   (:mod:`xflow_runtime.engine.durable.subjects`).
 
 The receipt counts rows per store and table. Any failure raises (nothing reports success after
 a partial erasure); every step is idempotent, so running the erasure again completes it, and a
@@ -95,7 +95,7 @@ def _erase(where: StoreLocations, tenant: str, user: str) -> UserErasureReceipt:
 
 
 def _instance_ids(url: str, tenant: str, user: str) -> list[str]:
-    from xflow_runtime.engine.durable_subjects import DurableSubjects
+    from xflow_runtime.engine.durable.subjects import DurableSubjects
 
     store = DurableSubjects(url)
     try:
@@ -124,7 +124,7 @@ def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str]) -> 
 
 
 def _erase_durable(url: str, tenant: str, user: str) -> tuple[StoreErasure, list[str]]:
-    from xflow_runtime.engine.durable_subjects import DurableSubjects
+    from xflow_runtime.engine.durable.subjects import DurableSubjects
 
     store = DurableSubjects(url)
     try:

@@ -34,7 +34,7 @@ def is_empty(document: dict[str, Any]) -> bool:
 
 
 def _export(where: StoreLocations, tenant: str, user: str) -> dict[str, Any]:
-    from xflow_runtime.engine.durable_subjects import DurableSubjects
+    from xflow_runtime.engine.durable.subjects import DurableSubjects
     from xflow_runtime.memory.subject_export import export_memory
     from xflow_runtime.storage.database import open_existing_database
 

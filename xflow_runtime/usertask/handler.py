@@ -20,11 +20,10 @@ from typing import Any, Mapping
 
 from xflow_runtime.agent.outcomes import apply_outcome_filter, select_outcome
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.interpreter.registry import register_state_handler
-from xflow_runtime.plan.agent import OutcomeFilter
+from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.durations import parse_duration
 from xflow_runtime.plan.model import Correlation, EventDef, Exit
-from xflow_runtime.plan.usertask import UserTaskState
+from xflow_runtime.usertask.plan import UserTaskState
 from xflow_runtime.usertask import (COMPLETED, CREATED, DELETED, TASK_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE,
                                     TIMED_OUT)
 
@@ -193,6 +192,3 @@ def _root(run: Any) -> Any:
     while getattr(run, "parent", None) is not None:
         run = run.parent
     return run
-
-
-register_state_handler("usertask", handle_usertask)

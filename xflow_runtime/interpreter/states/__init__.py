@@ -1,3 +1,1 @@
-"""Handlers of the eight SW 0.8 state types; importing this package registers them."""
-
-from xflow_runtime.interpreter.states import basic, events, fanout  # noqa: F401
+"""Handlers of the eight SW 0.8 state types, named in :mod:`xflow_runtime.state_types`."""

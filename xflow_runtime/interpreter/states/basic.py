@@ -9,7 +9,6 @@ from xflow_runtime.expressions import PENDING, merge
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
 from xflow_runtime.interpreter.failures import Failure
-from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.plan.model import Exit
 from xflow_runtime.plan.states import InjectState, OperationState, SleepState, SwitchState
 
@@ -60,9 +59,3 @@ async def sleep(state: SleepState, data: Any, run: "Instance", scope: str) -> tu
 async def inject(state: InjectState, data: Any, run: "Instance", scope: str) -> tuple[Any, Exit | None]:
     """The injected object is merged into the state data, the injected values winning."""
     return merge(data, state.data), None
-
-
-register_state_handler("operation", operation)
-register_state_handler("switch", switch)
-register_state_handler("sleep", sleep)
-register_state_handler("inject", inject)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
-from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.plan.model import Exit, Timeouts
 from xflow_runtime.plan.states import CallbackState, EventState, OnEvents
 
@@ -81,7 +80,3 @@ async def callback(state: CallbackState, data: Any, run: "Instance", scope: str)
     run.record("event_consumed", state=state.name, event_name=definition.name, id=message.get("id"))
     return await merge_event_payload(data, state.event_filter, payload(message, definition), definition.name,
                                run.variables), None
-
-
-register_state_handler("event", event)
-register_state_handler("callback", callback)

@@ -10,7 +10,6 @@ from xflow_runtime.interpreter.actions import SKIPPED, perform, with_previous_re
 from xflow_runtime.interpreter.concurrency import all_of, at_least, within
 from xflow_runtime.interpreter.data import merge_action_result, merge_into
 from xflow_runtime.interpreter.failures import Failure
-from xflow_runtime.interpreter.registry import register_state_handler
 from xflow_runtime.plan.model import Exit
 from xflow_runtime.plan.states import Branch, ForEachState, ParallelState
 
@@ -93,7 +92,3 @@ async def _iteration(run: "Instance", state: ForEachState, data: Any, item: Any,
 async def _gated(gate: asyncio.Semaphore, iteration: Any) -> Any:
     async with gate:
         return await iteration
-
-
-register_state_handler("parallel", parallel)
-register_state_handler("foreach", foreach)

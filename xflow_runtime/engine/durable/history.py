@@ -7,7 +7,7 @@ from typing import Any
 from dbos import DBOS
 from dbos._error import DBOSStreamTimeoutError
 
-from xflow_runtime.engine.durable_names import HISTORY_STREAM
+from xflow_runtime.engine.durable.names import HISTORY_STREAM
 
 #: How long to wait for a record that is not written yet before deciding the stream is read.
 _READ_TIMEOUT_SECONDS = 0.05

@@ -21,8 +21,8 @@ from typing import Any
 from dbos import DBOSClient
 from sqlalchemy import Engine, bindparam, inspect, text
 
-from xflow_runtime.engine.durable import DurableEngineError, _redact, describe_error
-from xflow_runtime.engine.durable_names import HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.engine.durable.engine import DurableEngineError, _redact, describe_error
+from xflow_runtime.engine.durable.names import HISTORY_STREAM, WORKFLOW_NAME
 from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
 from xflow_runtime.settings import sqlite_path
 from xflow_runtime.storage.database import create_database_engine, write_transaction

@@ -175,6 +175,10 @@ class ReplayDiverged(XFlowError):
     """A recovered instance asks for operations its recording does not have at that point."""
 
 
+# Recorded (pickled) as an instance's error: named by the package, the public path.
+ReplayDiverged.__module__ = "xflow_runtime.engine.durable"
+
+
 class ReplayOrder:
     """The replay of one instance: loads its recording once, then orders its calls."""
 

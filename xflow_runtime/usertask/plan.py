@@ -1,4 +1,4 @@
-"""Compiled ``usertask`` states (specs/states-human.md §1). Registered on import.
+"""Compiled ``usertask`` states (specs/states-human.md §1). Named in :mod:`xflow_runtime.state_types`.
 
 Every field that names people (``assignee``, ``candidateUsers``, ``candidateGroups``) and
 ``dueDate`` is a template: literal unless it is a whole ``${ … }``; a string of candidates may
@@ -13,11 +13,10 @@ from typing import Any, Mapping
 
 from xflow_runtime.expressions import JqExpression
 from xflow_runtime.plan.actions import compile_exit
-from xflow_runtime.plan.agent import AgentOutcome, compile_outcome
+from xflow_runtime.agent.plan import AgentOutcome, compile_outcome
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import Exit
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import State
 from xflow_runtime.plan.templates import Template
 
@@ -77,6 +76,3 @@ def _exit_object(raw: Any, ctx: CompileContext, where: str) -> Exit | None:
     if not isinstance(raw, Mapping):
         raise invalid(where, "expected an object with 'transition' or 'end'")
     return compile_exit(raw, ctx, where, required=True)
-
-
-register_state_compiler("usertask", compile_usertask)

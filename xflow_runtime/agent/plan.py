@@ -1,6 +1,6 @@
 """Compiled ``aiagent`` states; the outcome and execution compilers the other agent states share.
 
-Registered with :mod:`xflow_runtime.plan.registry` on import. Cheap to import: Jinja2,
+Named in :mod:`xflow_runtime.state_types`. Cheap to import: Jinja2,
 jsonschema and litellm load only when a state that needs them is compiled or run. Every
 decision the xFlow documentation leaves open is in ``specs/agent.md``.
 """
@@ -17,7 +17,6 @@ from xflow_runtime.plan.actions import _flag, compile_exit  # noqa: PLC2701 - sh
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import Exit, FunctionRef, SubFlowRef
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import State
 
 DEFAULT_SYSTEM_MESSAGE = "You are a helpful AI Assistant."
@@ -253,6 +252,3 @@ def _long_term(raw: Mapping[str, Any], where: str) -> Any:
                 raise invalid(f"{where}/tools/{i}/name", f"{tool['name']!r} is a long-term memory tool "
                                                          "(longTermMemory is enabled): rename this tool")
     return settings if settings[0].enabled or settings[1].enabled else None
-
-
-register_state_compiler("aiagent", compile_aiagent)

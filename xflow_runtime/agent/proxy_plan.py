@@ -1,4 +1,4 @@
-"""Compiled ``aiagentproxy`` states (specs/states-human.md §7). Registered on import."""
+"""Compiled ``aiagentproxy`` states (specs/states-human.md §7). Named in :mod:`xflow_runtime.state_types`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from xflow_runtime.expressions import JqExpression
-from xflow_runtime.plan.agent import AgentOutcome, _execution, compile_outcome  # noqa: PLC2701
+from xflow_runtime.agent.plan import AgentOutcome, _execution, compile_outcome  # noqa: PLC2701
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
 from xflow_runtime.plan.model import FunctionRef, SubFlowRef
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import State
 
 
@@ -27,7 +26,7 @@ class AgentProxyState(State):
 
 def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
     from xflow_runtime.agent.prompts import compile_prompt
-    from xflow_runtime.plan.agent import _memory  # noqa: PLC2701
+    from xflow_runtime.agent.plan import _memory  # noqa: PLC2701
 
     where = ctx.where
     agent_name = require(raw, "agentName", where)
@@ -45,6 +44,3 @@ def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) 
         execution=_execution(require(raw, "execution", where), agent_name, ctx, f"{where}/execution"),
         outcomes=outcomes, data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
     )
-
-
-register_state_compiler("aiagentproxy", compile_agent_proxy)

@@ -1,6 +1,6 @@
 """The durable engine: DBOS Transact launched for a host, and instances as DBOS workflows.
 
-The port each instance runs on is :class:`~.durable_port.DurablePort` (every effect a DBOS
+The port each instance runs on is :class:`~.port.DurablePort` (every effect a DBOS
 step, durable timers and receives). An instance is one DBOS workflow whose id is the instance id, so an instance killed at any point resumes from its last
 completed step, and its timers and pending events survive restarts.
 
@@ -16,7 +16,7 @@ by default, PostgreSQL by URL, same code path). What we add is the mapping (see
 - exceptions raised by effects are made picklable before DBOS records them, so a replay raises the
   same error the first run did;
 - timers that replay the way they ran (they record that they fired, see ``DurablePort.sleep``);
-- replays in the recorded order, so concurrent branches recover too (:mod:`.durable_replay`).
+- replays in the recorded order, so concurrent branches recover too (:mod:`.replay`).
 
 Importing this module imports DBOS: only the durable paths import it.
 """
@@ -34,16 +34,16 @@ from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, DBOSExce
 from dbos._context import get_local_dbos_context  # read-only: the workflow's operation counter
 
 from xflow_runtime._logging import CurrentStderrHandler
-from xflow_runtime.engine.durable_names import (
+from xflow_runtime.engine.durable.names import (
     APPLICATION_VERSION,
     EVENT_ENVELOPE_KEY,
     MAX_RECOVERY_ATTEMPTS,
     WORKFLOW_NAME,
     parked_error,
 )
-from xflow_runtime.engine.durable_port import DurablePort
-from xflow_runtime.engine.durable_progress import instances_made_progress
-from xflow_runtime.engine.durable_replay import ReplayOrder
+from xflow_runtime.engine.durable.port import DurablePort
+from xflow_runtime.engine.durable.replay import ReplayOrder
+from xflow_runtime.engine.durable.progress import instances_made_progress
 from xflow_runtime.engine.scopes import enter_root
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 
@@ -58,6 +58,10 @@ RESULT_POLLING_SECONDS = 0.02
 
 class DurableEngineError(XFlowError):
     """The durable engine cannot start, or an instance id is unknown."""
+
+
+# Recorded (pickled) errors name the package, the public path, not this module.
+DurableEngineError.__module__ = "xflow_runtime.engine.durable"
 
 
 @DBOS.workflow(name=WORKFLOW_NAME, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
@@ -261,6 +265,6 @@ class DurableEngine:
 
     async def history(self, instance_id: str) -> list[dict[str, Any]]:
         """The history records written so far (does not wait for more)."""
-        from xflow_runtime.engine.durable_history import read_history
+        from xflow_runtime.engine.durable.history import read_history
 
         return await read_history(instance_id)

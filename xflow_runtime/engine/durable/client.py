@@ -11,10 +11,10 @@ from typing import Any
 from dbos import DBOSClient
 from dbos._error import DBOSStreamTimeoutError
 
-from xflow_runtime.engine.durable import (
+from xflow_runtime.engine.durable.engine import (
     DurableEngineError, _redact, attach_log_handler, describe_error, resolve_database_url,
 )
-from xflow_runtime.engine.durable_names import EVENT_ENVELOPE_KEY, HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, HISTORY_STREAM, WORKFLOW_NAME
 
 _READ_TIMEOUT_SECONDS = 0.05
 

@@ -2,9 +2,9 @@
 
 Every effect is a DBOS step (its result or exception is checkpointed), a sleep is a recorded
 wake-up time plus a step recorded when the timer fires, and waiting for an event is a durable
-``recv`` with a timeout. Each call is named after its scope (:mod:`.scopes`) and takes its turn
-in the recorded order while the instance replays (:mod:`.durable_replay`). The DBOS lifecycle
-(launch, start, recovery) is :mod:`.durable`.
+``recv`` with a timeout. Each call is named after its scope (:mod:`..scopes`) and takes its turn
+in the recorded order while the instance replays (:mod:`.replay`). The DBOS lifecycle
+(launch, start, recovery) is :mod:`.engine`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from dbos import DBOS
 
-from xflow_runtime.engine.durable_names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
-from xflow_runtime.engine.durable_progress import instances_made_progress
-from xflow_runtime.engine.durable_replay import (
+from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
+from xflow_runtime.engine.durable.replay import (
+from xflow_runtime.engine.durable.progress import instances_made_progress
     CANCELLED,
     HISTORY_STEP,
     OUTCOME,
@@ -52,7 +52,7 @@ HISTORY_BATCH_MAX = 1000
 class DurablePort:
     """The engine port inside one running DBOS workflow (one instance).
 
-    Every call is named after its scope (:mod:`.scopes`) and first takes its turn in the recorded
+    Every call is named after its scope (:mod:`..scopes`) and first takes its turn in the recorded
     order (:class:`ReplayOrder`: a no-op unless the instance is replaying after a restart), then
     draws the DBOS operation numbers it needs. A call cancelled in flight because a race was
     decided leaves a marker naming the numbers it drew, so a replay knows they were drawn (and by
@@ -177,7 +177,7 @@ class DurablePort:
 
     def _note_live_wait(self, *numbers: int) -> None:
         """A wait at operation ``numbers`` that no earlier run completed: this dispatch survived
-        its replay, so the instance is no poison pill (:mod:`.durable_progress`). Once per run, in
+        its replay, so the instance is no poison pill (:mod:`.progress`). Once per run, in
         the background: nothing may be awaited between drawing a wait's numbers and waiting."""
         if self._progress_noted is not None or any(self.order.is_recorded(n) for n in numbers):
             return

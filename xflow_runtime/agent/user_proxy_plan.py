@@ -1,4 +1,4 @@
-"""Compiled ``userproxyagent`` states (specs/states-human.md §6). Registered on import.
+"""Compiled ``userproxyagent`` states (specs/states-human.md §6). Named in :mod:`xflow_runtime.state_types`.
 
 A facilitator talks through an internal ``aiagent`` state compiled from its own fields (model,
 ``llmConfig``) with a fixed output ``{response, data}``; the handler renders the instructions
@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from xflow_runtime.expressions import JqExpression
-from xflow_runtime.plan.agent import AgentOutcome, AIAgentState, compile_aiagent, compile_outcome
+from xflow_runtime.agent.plan import AgentOutcome, AIAgentState, compile_aiagent, compile_outcome
 from xflow_runtime.plan.context import CompileContext, require
 from xflow_runtime.plan.definitions import invalid
-from xflow_runtime.plan.registry import register_state_compiler
 from xflow_runtime.plan.states import State
 from xflow_runtime.plan.templates import Template
 
@@ -71,6 +70,3 @@ def compile_user_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -
         outcomes=outcomes, data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
         talker=talker,
     )
-
-
-register_state_compiler("userproxyagent", compile_user_proxy)
