@@ -10,7 +10,7 @@ instance whose worker died stays PENDING under that worker's executor id for eve
   :attr:`FleetTimes.heartbeat` s with the *database's* clock;
 - a lease: the worker's own record of its last successful heartbeat, on ``CLOCK_BOOTTIME`` (which
   keeps counting while the process is paused). An effect starts only while the lease is fresh
-  (:meth:`Fleet.before_effect`); a worker whose lease is older than ``dead_after − lease`` or that
+  (:meth:`Fleet.before_effect`); a worker whose last heartbeat is older than ``dead_after`` or that
   reads its own row as dead exits at once (``os._exit``), so it never starts a step after it was
   declared dead;
 - a reaper in every worker, one sweep at a time fleet-wide (a transaction-level advisory lock):
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -33,15 +32,13 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from xflow_runtime.engine.fleet_options import FleetOptions, FleetTimes
+from xflow_runtime.engine.fleet_options import EXECUTOR_PREFIX, FleetOptions, FleetTimes
 from xflow_runtime.errors import XFlowError
 
 log = logging.getLogger("xflow.fleet")
 
 #: The DBOS queue every instance start goes through when a fleet runs them.
 INSTANCE_QUEUE = "xflow.instances"
-#: Every fleet worker's executor id starts with this (and has a row in ``xflow_workers``).
-EXECUTOR_PREFIX = "xw-"
 #: The advisory lock key of a reaper sweep ("xreap").
 _REAPER_LOCK = 0x787265617000
 #: The exit status of a worker that fenced itself (declared dead, or its lease ran out).
@@ -50,11 +47,6 @@ FENCED_EXIT = 75
 
 class FleetError(XFlowError):
     """The fleet cannot start (no PostgreSQL, an executor id already live)."""
-
-
-def new_executor_id() -> str:
-    """A fresh executor id: host, pid and a random part, so no two processes ever share one."""
-    return f"{EXECUTOR_PREFIX}{socket.gethostname()[:40]}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 def _boottime() -> float:
@@ -181,7 +173,8 @@ class Fleet:
             self._last_ok = started
             if self._first_ok is None:
                 self._first_ok = started
-        elif _boottime() - self._last_ok > self.times.dead_after - self.times.lease:
+        elif _boottime() - self._last_ok > self.times.dead_after:
+            # no effect started since the lease ran out (L); by now the fleet may have declared us dead
             self._fence("this worker could not renew its lease")
         if state == "unknown":
             self._first_ok = None  # warm-up again once the database answers
@@ -192,21 +185,23 @@ class Fleet:
 
     # --- the reaper ------------------------------------------------------------------------------
     def sweep(self) -> list[str]:
-        """One sweep (a no-op unless this worker is warmed up and holds the fleet's reaper lock):
-        declare silent workers dead, hand back the instances of dead and exited workers."""
-        if self._first_ok is None or _boottime() - self._first_ok < self.times.dead_after:
-            return []  # after an outage every worker looks silent: wait until ours beat for T
+        """One sweep (a no-op unless this worker holds the fleet's reaper lock): declare silent
+        workers dead, hand back the instances of dead and exited workers. Only a warmed-up worker
+        (its own heartbeats succeeded for T) declares deaths: after a database outage every worker
+        looks silent. Exited workers said so themselves, so they are handed back at once."""
+        warmed = self._first_ok is not None and _boottime() - self._first_ok >= self.times.dead_after
         with self.engine.begin() as connection:
             if not connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _REAPER_LOCK}).scalar():
                 return []
-            connection.execute(text(
-                "UPDATE xflow_workers SET state = 'dead' WHERE state IN ('running', 'draining') "
-                "AND heartbeat_at < now() - make_interval(secs => :t)"), {"t": self.times.dead_after})
+            if warmed:
+                connection.execute(text(
+                    "UPDATE xflow_workers SET state = 'dead' WHERE state IN ('running', 'draining') "
+                    "AND heartbeat_at < now() - make_interval(secs => :t)"), {"t": self.times.dead_after})
             gone = list(connection.execute(text(
                 "SELECT executor_id FROM xflow_workers WHERE state IN ('dead', 'exited') AND app_version = :v"),
                 {"v": self.app_version}).scalars())
             orphans: list[str] = []
-            if time.monotonic() - self._last_orphan_sweep >= self.times.orphan_sweep:
+            if warmed and time.monotonic() - self._last_orphan_sweep >= self.times.orphan_sweep:
                 self._last_orphan_sweep = time.monotonic()
                 live = set(connection.execute(text(
                     "SELECT executor_id FROM xflow_workers WHERE state IN ('running', 'draining')")).scalars())
@@ -242,7 +237,8 @@ def _pending_executors(app_version: str, among: list[str] | None = None) -> list
 
 
 def register_instance_queue(options: FleetOptions) -> None:
-    """Declare the instance queue with the fleet's limits (after DBOS's launch: queues are rows)."""
+    """Declare the instance queue with the fleet's limits (after DBOS's launch: queues are rows). A
+    worker's settings win; a front end only creates the queue if no worker did."""
     from dbos import DBOS
 
     limiter = None
@@ -251,4 +247,5 @@ def register_instance_queue(options: FleetOptions) -> None:
         limiter = {"limit": int(limit), "period": float(period)}
     DBOS.register_queue(INSTANCE_QUEUE, worker_concurrency=options.worker_concurrency,
                         global_concurrency=options.global_concurrency, limiter=limiter,
-                        polling_interval_sec=options.polling_seconds, on_conflict="always_update")
+                        polling_interval_sec=options.polling_seconds,
+                        on_conflict="always_update" if options.run_instances else "never_update")

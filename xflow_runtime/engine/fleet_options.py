@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import os
+import secrets
+import socket
 from dataclasses import dataclass, field
+
+#: Every fleet worker's executor id starts with this (and has a row in ``xflow_workers``).
+EXECUTOR_PREFIX = "xw-"
+
+
+def new_executor_id() -> str:
+    """A fresh executor id: host, pid and a random part, so no two processes ever share one."""
+    return f"{EXECUTOR_PREFIX}{socket.gethostname()[:40]}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 @dataclass(frozen=True)
