@@ -91,6 +91,8 @@ async def _work(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await runtime.open()
+    for warning in await runtime.apply_schedules(loaded, prune=args.workflows is not None):
+        print(f"xflow worker: schedule not started: {warning}", file=sys.stderr)
     ready = {"executor_id": runtime.executor_id, "pid": os.getpid(), "workflows": len(loaded)}
     print(json.dumps(ready) if args.json else f"xflow worker {ready['executor_id']} ready "
           f"({len(loaded)} workflow(s))", flush=True)

@@ -211,6 +211,8 @@ class DurableEngine:
         try:
             if self.fleet is not None and self.fleet.run_instances:
                 self._join_fleet()  # before launch: the row exists before anything is claimed
+            if self.fleet is not None:
+                import xflow_runtime.engine.schedules  # noqa: F401 - registers the tick workflow
             DBOS(config=config)
             if self.fleet is not None and not self.fleet.run_instances:
                 DBOS.listen_queues([])  # a front end: starts instances, runs none

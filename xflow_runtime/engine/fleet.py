@@ -230,8 +230,9 @@ def _pending_executors(app_version: str, among: list[str] | None = None) -> list
     from dbos import DBOS
 
     from xflow_runtime.engine.durable_names import WORKFLOW_NAME
+    from xflow_runtime.engine.schedules import TICK_NAME
 
-    rows = DBOS.list_workflows(status="PENDING", name=WORKFLOW_NAME, app_version=app_version,
+    rows = DBOS.list_workflows(status="PENDING", name=[WORKFLOW_NAME, TICK_NAME], app_version=app_version,
                                executor_id=among, load_input=False, load_output=False)
     return sorted({row.executor_id for row in rows if row.executor_id})
 

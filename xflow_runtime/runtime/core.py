@@ -147,6 +147,14 @@ class Runtime:
                     self._durable = engine
         return self
 
+    async def apply_schedules(self, plans: Iterable["WorkflowPlan"], *, prune: bool = True) -> list[str]:
+        """A fleet worker: the ``start.schedule`` of ``plans`` become the fleet's schedules (``prune``:
+        others stop); a warning per schedule that cannot run (specs/deployment.md, "Schedules")."""
+        await self._require_durable("schedule instances")
+        from xflow_runtime.engine.schedules import apply_for
+
+        return await _in_own_thread(apply_for, self, list(plans), prune)
+
     async def drain(self, timeout: float) -> bool:
         """A fleet worker's graceful stop, first half: start no new step and wait up to ``timeout``
         s for the steps in flight (then :meth:`close` hands the instances back). True if none was left."""
