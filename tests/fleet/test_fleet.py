@@ -119,3 +119,56 @@ async def test_sigterm_drains_and_hands_instances_back_at_once(postgres_database
     rows = await asyncio.to_thread(invocations, url)
     check_invocations(rows, None, None)
     assert {row[2] for row in rows if row[1] == "last"} == {second.pid}
+
+
+VERSIONED = """
+id: versioned
+version: '{version}'
+specVersion: '0.8'
+start: Wait
+events:
+  - name: Go
+    type: fleet.go
+    source: /fleet-test
+states:
+  - name: Wait
+    type: event
+    onEvents:
+      - eventRefs: [Go]
+    transition: Done
+  - name: Done
+    type: inject
+    data: {{ran: '{version}'}}
+    end: true
+"""
+
+
+async def test_a_running_instance_finishes_on_its_definition_after_a_change_and_a_takeover(
+        postgres_database_url, tmp_path) -> None:
+    """Started on v1, the file then changed to v2 and the worker killed: a worker that only ever
+    saw v2 finishes the instance on v1 (its recorded text); new instances get v2."""
+    url = postgres_database_url
+    fleet_table(url)
+    folder = tmp_path / "defs"
+    folder.mkdir()
+    path = folder / "versioned.yaml"
+    path.write_text(VERSIONED.format(version="1"))
+    first = start_worker(url, "--workflows", str(folder))
+    second = None
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            await runtime.start(runtime.load(path), {}, instance_id="old")
+            while (await runtime.status_row("old") or {}).get("status") != "PENDING":
+                await asyncio.sleep(0.05)
+            path.write_text(VERSIONED.format(version="2"))
+            first.kill()
+            second = start_worker(url, "--workflows", str(folder))
+            new = await runtime.start(runtime.load(path), {}, instance_id="new")
+            for instance_id in ("old", "new"):
+                await runtime.send_event(_event(0), instance_id=instance_id)
+            assert (await asyncio.wait_for(runtime.instance("old").result(), 90))["ran"] == "1"
+            assert (await asyncio.wait_for(new.result(), 90))["ran"] == "2"
+    finally:
+        for worker in (first, second):
+            if worker is not None and worker.process.poll() is None:
+                worker.terminate()
