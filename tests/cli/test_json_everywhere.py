@@ -29,7 +29,7 @@ states:
 CHAT = MEMORY_CHAT.replace("id: memory-chat", "id: json-chat")
 
 #: commands whose output is not data: a shell script
-NOT_DATA = {"completion", "serve"}
+NOT_DATA = {"completion", "serve", "worker"}
 #: clients of a running service: their --json is checked against a real one (tests/human_states)
 NEEDS_SERVICE = {"tasks"}
 

@@ -1,12 +1,13 @@
-"""Scan every table and every text, JSON or binary column of a database for strings, decoding
-what DBOS encodes: its default serializer stores values as base64 of a pickle, so a text search
-of the raw database never shows them. Decoding (unpickling) happens here, in the tests only."""
+"""Scan every table and every text, JSON or binary column of a database for strings. DBOS's
+records are JSON text (``xflow_runtime.engine.serializer``): each value is searched as stored and
+as its decoded JSON (escapes undone). A value that is base64 is searched decoded too, but never
+unpickled: the store holds no pickle (``tests/engine/test_json_records.py``)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import pickle
+import json
 from typing import Any, Iterator
 
 from sqlalchemy import Engine, create_engine, text
@@ -38,19 +39,19 @@ def _columns(engine: Engine) -> Iterator[tuple[str, list[str]]]:
 
 
 def decoded_forms(value: Any) -> list[str]:
-    """The value as text, plus what DBOS's base64-pickle encoding hides in it."""
+    """The value as text, as decoded JSON, and decoded from base64 if it is base64."""
     if isinstance(value, memoryview):
         value = bytes(value)
     forms = [value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)]
+    try:
+        forms.append(repr(json.loads(forms[0])))
+    except ValueError:
+        pass
     raw = value if isinstance(value, bytes) else str(value).encode()
     try:
-        data = base64.b64decode(raw, validate=True)
+        forms.append(base64.b64decode(raw, validate=True).decode("utf-8", "replace"))
     except (binascii.Error, ValueError):
-        return forms
-    try:
-        forms.append(repr(pickle.loads(data)))  # test-only: production code never unpickles
-    except Exception:
-        forms.append(data.decode("utf-8", "replace"))
+        pass
     return forms
 
 

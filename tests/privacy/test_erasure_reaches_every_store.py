@@ -1,5 +1,5 @@
 """GDPR erasure through the Python API, on SQLite and a real PostgreSQL: afterwards a scan of every
-table and every text/binary column of both stores — DBOS's pickled values decoded — finds neither
+table and every text/binary column of both stores — DBOS's JSON records decoded — finds neither
 what the user said nor their id; the other user's data is untouched; the receipt counts what was
 there; a second erasure deletes nothing; export before and after."""
 

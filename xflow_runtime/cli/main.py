@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("xflow_runtime.cli.chat", "talk to an agent workflow in the terminal"),
     "memory": ("xflow_runtime.cli.memory", "manage chat histories and long-term memories"),
     "serve": ("xflow_runtime.cli.serve", "serve workflows over HTTP (instances, events, chat, streams)"),
+    "worker": ("xflow_runtime.cli.worker", "run instances as one worker of a fleet on PostgreSQL"),
     "keys": ("xflow_runtime.cli.keys", "create, list and revoke API keys of xflow serve"),
     "completion": ("xflow_runtime.cli.completion", "print a shell completion script (bash, zsh, tcsh)"),
     "tasks": ("xflow_runtime.cli.tasks", "list, claim, complete or delete user tasks on xflow serve"),

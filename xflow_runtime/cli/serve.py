@@ -55,6 +55,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--key-cache-seconds", type=float, default=5.0,
                         help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="run instances in N worker processes (a fleet on --db PostgreSQL) instead of this one")
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
     parser.set_defaults(handler=serve_command)
@@ -118,7 +120,14 @@ def serve_command(args: argparse.Namespace) -> int:
             from xflow_runtime.llm.client import LLMSettings
 
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
-        runtime = Runtime("durable", database_url=args.db, llm=llm)
+        fleet = None
+        if args.workers:
+            from xflow_runtime.engine.fleet_options import FleetOptions
+
+            if args.workers < 1 or args.llm_script:
+                raise XFlowError("--workers takes N ≥ 1 and a gateway (--llm-api-base), not --llm-script")
+            fleet = FleetOptions(run_instances=False)  # this process starts instances; workers run them
+        runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet)
         options = ServiceOptions(max_body_bytes=args.max_body_bytes, body_timeout_seconds=args.body_timeout,
                                  max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
                                  request_timeout_seconds=args.request_timeout)
@@ -139,9 +148,40 @@ def serve_command(args: argparse.Namespace) -> int:
         from xflow_runtime.llm.scripted import scripted_llm
 
         context = scripted_llm(args.llm_script)
-    with context:
-        server.run()
+    workers = _spawn_workers(args) if args.workers else []
+    try:
+        with context:
+            server.run()
+    finally:
+        _stop_workers(workers, args.drain_seconds)
     return 0
+
+
+def _spawn_workers(args: argparse.Namespace) -> list[Any]:
+    """``xflow worker`` processes sharing this service's database (each its own executor id)."""
+    import subprocess
+
+    command = [sys.executable, "-c", "import sys; from xflow_runtime.cli.main import main; sys.exit(main())",
+               "worker", "--workflows", args.workflows, "--drain-seconds", str(args.drain_seconds)]
+    if args.db:
+        command += ["--db", args.db]
+    if args.llm_api_base:
+        command += ["--llm-api-base", args.llm_api_base]
+    return [subprocess.Popen(command) for _ in range(args.workers)]
+
+
+def _stop_workers(workers: list[Any], drain_seconds: float) -> None:
+    """SIGTERM drains each worker (its instances go back to the fleet), then wait for them."""
+    import subprocess
+
+    for worker in workers:
+        if worker.poll() is None:
+            worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(timeout=drain_seconds + 15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
 
 
 def _draining_server(uvicorn: Any, config: Any, state: Any) -> Any:

@@ -62,7 +62,8 @@ class Failure(Exception):
     def from_exception(cls, exc: BaseException) -> "Failure":
         if isinstance(exc, Failure):
             return exc
-        types = _type_names(type(exc))
+        # an error read back from a durable record keeps the class names of the original
+        types = getattr(exc, "recorded_types", None) or _type_names(type(exc))
         if isinstance(exc, WorkflowError):
             return cls(str(exc), name=exc.name, code=exc.code, status=exc.status, types=types, details=exc.details)
         code = type(exc).__name__

@@ -30,6 +30,7 @@ from xflow_runtime.runtime.options import llm_client, long_term_options
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.engine.fleet_options import FleetOptions
     from xflow_runtime.expressions.limits import EvaluationLimits
     from xflow_runtime.functions.context import HttpSettings
     from xflow_runtime.interpreter.services import ReplyTokenSink
@@ -89,7 +90,8 @@ class Runtime:
                  on_instance_history: InstanceHistoryListener | None = None,
                  reply_tokens: "ReplyTokenSink | None" = None,
                  strict: bool = False,
-                 evaluation_limits: "EvaluationLimits | None" = None) -> None:
+                 evaluation_limits: "EvaluationLimits | None" = None,
+                 fleet: "FleetOptions | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -102,6 +104,13 @@ class Runtime:
         self.on_history = on_history
         self.on_instance_history = on_instance_history
         self.reply_tokens = reply_tokens
+        #: Part of a worker fleet (specs/deployment.md): starts go through the instance queue, and
+        #: each process has a fresh executor id (a fleet never shares one).
+        self.fleet = fleet
+        if fleet is not None and executor_id == "local":
+            from xflow_runtime.engine.fleet_options import new_executor_id
+
+            executor_id = new_executor_id()
         self.executor_id = executor_id
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
@@ -132,11 +141,26 @@ class Runtime:
                 if self._durable is None:
                     from xflow_runtime.engine.durable import DurableEngine
 
-                    engine = DurableEngine(self.database_url, executor_id=self.executor_id)
+                    engine = DurableEngine(self.database_url, executor_id=self.executor_id, fleet=self.fleet)
                     # DBOS.launch does blocking database work (migrations, recovery): off our loop.
                     await _in_own_thread(engine.launch, self._run_durable_body)
                     self._durable = engine
         return self
+
+    async def apply_schedules(self, plans: Iterable["WorkflowPlan"], *, prune: bool = True) -> list[str]:
+        """A fleet worker: the ``start.schedule`` of ``plans`` become the fleet's schedules (``prune``:
+        others stop); a warning per schedule that cannot run (specs/deployment.md, "Schedules")."""
+        await self._require_durable("schedule instances")
+        from xflow_runtime.engine.schedules import apply_for
+
+        return await _in_own_thread(apply_for, self, list(plans), prune)
+
+    async def drain(self, timeout: float) -> bool:
+        """A fleet worker's graceful stop, first half: start no new step and wait up to ``timeout``
+        s for the steps in flight (then :meth:`close` hands the instances back). True if none was left."""
+        if self._durable is None:
+            return True
+        return await _in_own_thread(self._durable.drain, timeout)
 
     async def close(self) -> None:
         for instance in list(self._local.values()):

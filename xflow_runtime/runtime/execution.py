@@ -25,11 +25,8 @@ if TYPE_CHECKING:
 
 
 class RecordedFailure(WorkflowFailed):
-    """A :class:`WorkflowFailed` that survives pickling (DBOS records a failed workflow's
-    exception with pickle, and ``WorkflowFailed.__init__`` takes two arguments)."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.instance_id, self.error))
+    """The failure a durable instance records as its outcome (JSON, see
+    :mod:`xflow_runtime.engine.serializer`), read back as the same class."""
 
 
 def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -> "WorkflowPlan":

@@ -15,6 +15,7 @@ from xflow_runtime.engine.durable.engine import (
     DurableEngineError, _redact, attach_log_handler, describe_error, resolve_database_url,
 )
 from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 
 _READ_TIMEOUT_SECONDS = 0.05
 
@@ -30,9 +31,11 @@ class DurableStore:
     async def open(self) -> "DurableStore":
         if self._client is None:
             attach_log_handler()
+            refuse_pickle()
             try:
                 self._client = await asyncio.to_thread(
-                    DBOSClient, system_database_url=self.database_url, application_name="xflow")
+                    DBOSClient, system_database_url=self.database_url, application_name="xflow",
+                    serializer=SERIALIZER)
             except Exception as error:
                 raise DurableEngineError(
                     f"cannot open the durable store {self.display_url}: {describe_error(error)}") from error

@@ -13,8 +13,8 @@ by default, PostgreSQL by URL, same code path). What we add is the mapping (see
   async, so a waiting instance holds no thread;
 - a pinned application version (:data:`APPLICATION_VERSION`), so upgrading xflow-runtime does not
   orphan running instances (DBOS otherwise hashes the source of the workflow functions);
-- exceptions raised by effects are made picklable before DBOS records them, so a replay raises the
-  same error the first run did;
+- every record is JSON (:mod:`.serializer`), never pickle; steps canonicalize their results and
+  errors, so a replay sees the same values and raises the same error the first run did;
 - timers that replay the way they ran (they record that they fired, see ``DurablePort.sleep``);
 - replays in the recorded order, so concurrent branches recover too (:mod:`.replay`).
 
@@ -27,7 +27,7 @@ import asyncio
 import logging
 import os
 import weakref
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from dbos import DBOS, DBOSConfig, SetWorkflowAttributes, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, DBOSException
@@ -45,7 +45,11 @@ from xflow_runtime.engine.durable.port import DurablePort
 from xflow_runtime.engine.durable.replay import ReplayOrder
 from xflow_runtime.engine.durable.progress import instances_made_progress
 from xflow_runtime.engine.scopes import enter_root
+from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.errors import WorkflowFailed, XFlowError
+
+if TYPE_CHECKING:
+    from xflow_runtime.engine.fleet_options import FleetOptions
 
 #: Called inside the DBOS workflow with the recorded request and the port; returns the output.
 InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
@@ -174,10 +178,13 @@ class DurableEngine:
     """
 
     def __init__(self, database_url: str | None = None, *, executor_id: str = "local",
-                 application_version: str = APPLICATION_VERSION) -> None:
+                 application_version: str = APPLICATION_VERSION, fleet: "FleetOptions | None" = None) -> None:
         self.database_url = resolve_database_url(database_url)
         self.executor_id = executor_id
         self.application_version = application_version
+        #: Part of a worker fleet: starts go through the instance queue (specs/deployment.md).
+        self.fleet = fleet
+        self._member: Any = None
         self._launched = False
         # DBOS's handles on the instances this process started and that are still running: their
         # result is the task's, awaited directly instead of polling the status row.
@@ -201,16 +208,51 @@ class DurableEngine:
             # DBOS logs failed workflows with tracebacks; ours are reported as clean errors instead.
             "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"),
             "notification_listener_polling_interval_sec": 0.05,
+            # Every record is JSON; rows marked as pickle are refused, never unpickled.
+            "serializer": SERIALIZER,
         }
+        if self.fleet is not None:
+            # a frozen worker must not hold a status-row lock (and block its takeover) for long
+            config["sys_db_idle_transaction_timeout_sec"] = 10
+        refuse_pickle()
         attach_log_handler()
         try:
+            if self.fleet is not None and self.fleet.run_instances:
+                self._join_fleet()  # before launch: the row exists before anything is claimed
+            if self.fleet is not None:
+                import xflow_runtime.engine.schedules  # noqa: F401 - registers the tick workflow
             DBOS(config=config)
+            if self.fleet is not None and not self.fleet.run_instances:
+                DBOS.listen_queues([])  # a front end: starts instances, runs none
             DBOS.launch()
+            if self.fleet is not None:
+                from xflow_runtime.engine.fleet import register_instance_queue
+
+                register_instance_queue(self.fleet)
         except Exception as error:
             DBOS.destroy()
+            if self._member is not None:
+                self._member.leave("exited")
+                self._member = None
+            if isinstance(error, XFlowError):
+                raise
             raise DurableEngineError(
                 f"cannot open the durable store {_redact(self.database_url)}: {describe_error(error)}") from error
         self._launched = True
+
+    def _join_fleet(self) -> None:
+        from xflow_runtime.engine.fleet import Fleet
+        from xflow_runtime.storage.database import open_database
+
+        assert self.fleet is not None
+        member = Fleet(open_database(self.database_url), self.executor_id, self.application_version,
+                       self.fleet.times)
+        member.join()
+        self._member = member
+
+    def drain(self, timeout: float) -> bool:
+        """A fleet worker stops starting effects and waits up to ``timeout`` s for those in flight."""
+        return self._member.drain(timeout) if self._member is not None else True
 
     def shutdown(self) -> None:
         global _body
@@ -218,13 +260,22 @@ class DurableEngine:
             DBOS.destroy()
             _body = None
             self._launched = False
+        if self._member is not None:  # after DBOS stopped: nothing of ours commits any more
+            member, self._member = self._member, None
+            member.leave("exited")
+            member.engine.dispose()
 
     async def start(self, instance_id: str, request: dict[str, Any]) -> None:
         """Start an instance; starting again with the same id attaches to the existing one. An
         instance of a user is labelled with the user's subject key, so erasure and export find it
         without decoding recorded inputs (specs/memory-longterm.md, privacy)."""
         with SetWorkflowID(instance_id), SetWorkflowAttributes(subject_label(request)):
-            handle = await DBOS.start_workflow_async(_instance_workflow, request)
+            if self.fleet is not None:  # any worker of the fleet runs it
+                from xflow_runtime.engine.fleet import INSTANCE_QUEUE
+
+                handle = await DBOS.enqueue_workflow_async(INSTANCE_QUEUE, _instance_workflow, request)
+            else:
+                handle = await DBOS.start_workflow_async(_instance_workflow, request)
         task = getattr(handle, "task", None)
         if isinstance(task, asyncio.Future) and not task.done():
             handles = self._running_handles

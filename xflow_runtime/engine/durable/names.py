@@ -15,8 +15,8 @@ from xflow_runtime.settings import DEFAULT_DURABLE_URL
 #: functions' source, so any upgrade of xflow-runtime would orphan running instances. We pin it
 #: to the version of the *replay contract* (which engine calls an instance makes, in which
 #: order). Bump it only when an upgrade changes that sequence incompatibly; instances recorded
-#: under the old value must then be finished with the old release.
-APPLICATION_VERSION = "xflow-durable-2"
+#: under the old value must then be finished with the old release. 3: records are JSON, not pickle.
+APPLICATION_VERSION = "xflow-durable-3"
 
 #: The name under which the one xflow workflow function is registered with DBOS.
 WORKFLOW_NAME = "xflow.instance"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import pickle
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
@@ -31,8 +30,9 @@ from xflow_runtime.engine.durable.progress import instances_made_progress
     ReplayOrder,
     call_name,
 )
+from xflow_runtime.engine import fleet
 from xflow_runtime.engine.scopes import current_scope
-from xflow_runtime.errors import WorkflowError
+from xflow_runtime.engine.serializer import canonical_error, canonical_result
 
 if TYPE_CHECKING:
     from xflow_runtime.history import HistoryBuffer
@@ -75,15 +75,26 @@ class DurablePort:
         self._progress_noted: "asyncio.Future[None] | None" = None
 
     async def run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
+        member = fleet.active()
+        if member is None:
+            return await self._run_step(name, effect)
+        await member.before_effect()  # a fleet worker: not while draining, not on a stale lease
+        try:
+            return await self._run_step(name, effect)
+        finally:
+            member.after_effect()
+
+    async def _run_step(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
         call = _call(name)
         await self._take_turn(call)
         slot = self._reserve()
 
         async def step() -> T:
+            # What the first run sees is what a replay reads back from the JSON record.
             try:
-                return await effect()
-            except Exception as error:  # recorded by DBOS, so it must survive pickling
-                raise _picklable(error) from None
+                return canonical_result(await effect())
+            except Exception as error:
+                raise canonical_error(error) from None
 
         try:
             return await slot.run_async({"name": call.name}, step)
@@ -271,14 +282,3 @@ async def _read_clock() -> float:
 
 async def _draw_id() -> str:
     return str(uuid.uuid4())
-
-
-def _picklable(error: Exception) -> Exception:
-    """``error`` if it survives a pickle round trip, else an equivalent :class:`WorkflowError`
-    (DBOS records step exceptions with pickle; the first run and the replay must raise alike)."""
-    try:
-        pickle.loads(pickle.dumps(error))
-        return error
-    except Exception:
-        return WorkflowError(str(error), code=type(error).__name__,
-                             name=getattr(error, "name", None) if isinstance(getattr(error, "name", None), str) else None)

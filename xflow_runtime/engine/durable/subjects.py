@@ -23,6 +23,7 @@ from sqlalchemy import Engine, bindparam, inspect, text
 
 from xflow_runtime.engine.durable.engine import DurableEngineError, _redact, describe_error
 from xflow_runtime.engine.durable.names import HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
 from xflow_runtime.settings import sqlite_path
 from xflow_runtime.storage.database import create_database_engine, write_transaction
@@ -171,7 +172,9 @@ class DurableSubjects:
     def _dbos(self) -> DBOSClient:
         if self._client is None:
             try:
-                self._client = DBOSClient(system_database_url=self.url, application_name="xflow")
+                refuse_pickle()
+                self._client = DBOSClient(system_database_url=self.url, application_name="xflow",
+                                          serializer=SERIALIZER)
             except Exception as error:
                 raise DurableEngineError(f"cannot open the durable store {self.display_url}: "
                                          f"{describe_error(error)}") from error

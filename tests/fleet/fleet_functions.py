@@ -1,0 +1,32 @@
+"""The custom function of the fleet tests: every invocation is a row of ``fleet_invocations`` in
+the fleet's PostgreSQL (``$FLEET_TEST_DB``), with the worker's pid and start and end times from the
+database clock, so a test can see whether a completed step ran twice or an instance ran on two
+workers at once. Without ``$FLEET_TEST_DB`` (the single-process reference run) nothing is recorded."""
+
+from __future__ import annotations
+
+import os
+import time
+
+TABLE = """CREATE TABLE IF NOT EXISTS fleet_invocations (
+    id bigserial PRIMARY KEY, instance text NOT NULL, label text NOT NULL, pid int NOT NULL,
+    started timestamptz NOT NULL DEFAULT clock_timestamp(), ended timestamptz)"""
+
+
+def _connect():  # type: ignore[no-untyped-def]
+    import psycopg
+
+    url = os.environ["FLEET_TEST_DB"].replace("postgresql+psycopg://", "postgresql://")
+    return psycopg.connect(url, autocommit=True)
+
+
+def record(instance: str, label: str, n: int, pause: float = 0.02) -> dict:
+    if os.environ.get("FLEET_TEST_DB"):
+        with _connect() as connection:
+            row = connection.execute("INSERT INTO fleet_invocations (instance, label, pid) VALUES (%s, %s, %s) "
+                                     "RETURNING id", (instance, label, os.getpid())).fetchone()
+            time.sleep(pause)
+            connection.execute("UPDATE fleet_invocations SET ended = clock_timestamp() WHERE id = %s", (row[0],))
+    else:
+        time.sleep(pause)
+    return {"label": label, "square": n * n}

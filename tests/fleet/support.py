@@ -1,0 +1,94 @@
+"""Worker processes of a fleet (``bin/xflow worker``) for the fleet tests, and the checks on the
+invocation log of :mod:`tests.fleet.fleet_functions`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[str]
+    executor_id: str
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def terminate(self, timeout: float = 60) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+
+def start_worker(url: str, *args: str, dead_after: float = 5.0, env: dict[str, str] | None = None) -> Worker:
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url,
+                   "XFLOW_DEAD_AFTER_SECONDS": str(dead_after), **(env or {})}
+    process = subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "worker", "--db", url, "--json", *args],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=None, text=True, env=environment)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise AssertionError(f"worker exited with {process.wait()} before it was ready")
+    return Worker(process, json.loads(line)["executor_id"])
+
+
+def invocations(url: str) -> list[tuple[str, str, int, Any, Any]]:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT instance, label, pid, started, ended FROM fleet_invocations "
+                                  "ORDER BY id").fetchall()
+
+
+def database_now(url: str) -> Any:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT clock_timestamp()").fetchone()[0]
+
+
+def check_invocations(rows: list[tuple[str, str, int, Any, Any]], killed_pid: int | None, killed_at: Any) -> int:
+    """Assert no completed step ran twice and no instance ran on two workers at once; return how
+    many invocations ran again (each one in flight on the killed worker when it died)."""
+    by_key: dict[tuple[str, str], list[tuple[int, Any, Any]]] = defaultdict(list)
+    by_instance: dict[str, list[tuple[int, Any, Any]]] = defaultdict(list)
+    for instance, label, pid, started, ended in rows:
+        end = ended if ended is not None else (killed_at if pid == killed_pid else None)
+        assert end is not None, f"{instance}/{label} on live worker {pid} never ended"
+        by_key[(instance, label)].append((pid, started, end))
+        by_instance[instance].append((pid, started, end))
+    again = 0
+    for key, runs in by_key.items():
+        for pid, _, _ in runs[:-1]:  # every run but the last was cut short by the kill
+            assert pid == killed_pid, f"{key} ran {len(runs)} times, not only across the kill: {runs}"
+            again += 1
+    for instance, runs in by_instance.items():
+        runs.sort(key=lambda run: run[1])
+        for (pid_a, _, end_a), (pid_b, start_b, _) in zip(runs, runs[1:]):
+            if pid_a != pid_b:
+                assert end_a <= start_b, f"{instance} ran on workers {pid_a} and {pid_b} at once: {runs}"
+    return again
+
+
+def fleet_table(url: str) -> None:
+    import psycopg
+
+    from tests.fleet.fleet_functions import TABLE
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as connection:
+        connection.execute(TABLE)

@@ -1,0 +1,71 @@
+"""The DBOS internal the reaper relies on, pinned against the installed DBOS (``dbos>=3.4,<3.5``):
+``DBOS._recover_pending_workflows`` (through ``engine/dbos_adapter.py``) re-enqueues only PENDING
+instances of the named executors, keeps their queue and recovery attempts, and is a no-op once a
+live worker has claimed the instance again. If this fails after raising the pin, the reaper is unsafe."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from xflow_runtime.engine.dbos_adapter import recover_executors
+from xflow_runtime.engine.fleet import INSTANCE_QUEUE
+from xflow_runtime.engine.fleet_options import FleetOptions
+from xflow_runtime.runtime import Runtime
+
+pytestmark = pytest.mark.postgres
+
+WORKFLOW = """
+id: contract
+version: '1.0'
+specVersion: '0.8'
+start: Done
+states:
+  - name: Done
+    type: inject
+    data: {}
+    end: true
+"""
+
+
+def _rows(url: str) -> dict[str, tuple[str, str | None, str | None, int]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT workflow_uuid, status, executor_id, queue_name, recovery_attempts FROM dbos.workflow_status"))
+            return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
+    finally:
+        engine.dispose()
+
+
+def _claim(url: str, instance_id: str, executor_id: str) -> None:
+    """What a worker's dequeue does to the row (status PENDING under its executor id)."""
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE dbos.workflow_status SET status = 'PENDING', executor_id = :e, "
+                                    "recovery_attempts = 3 WHERE workflow_uuid = :id"), {"e": executor_id, "id": instance_id})
+    finally:
+        engine.dispose()
+
+
+async def test_recovery_re_enqueues_only_the_dead_executor_s_pending_instances(postgres_database_url, tmp_path) -> None:
+    url = postgres_database_url
+    (tmp_path / "contract.yaml").write_text(WORKFLOW)
+    # a front end: it enqueues and runs nothing, so the rows stay where this test puts them
+    async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+        plan = runtime.load(tmp_path / "contract.yaml")
+        for instance_id in ("dead-one", "other-one"):
+            await runtime.start(plan, {}, instance_id=instance_id)
+        _claim(url, "dead-one", "xw-dead")
+        _claim(url, "other-one", "xw-other")
+        recover_executors(["xw-dead"])
+        rows = _rows(url)
+        assert rows["dead-one"][0] == "ENQUEUED" and rows["dead-one"][2] == INSTANCE_QUEUE
+        assert rows["dead-one"][3] == 3, "recovery attempts are kept (dead-lettering still works)"
+        assert rows["other-one"][:2] == ("PENDING", "xw-other"), "another executor's instance is untouched"
+        # a live worker claimed it again: a late or repeated sweep for the dead executor is a no-op
+        _claim(url, "dead-one", "xw-live")
+        recover_executors(["xw-dead"])
+        assert _rows(url)["dead-one"][:2] == ("PENDING", "xw-live")
