@@ -38,7 +38,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory export-user": ("xflow memory export-user ann --tenant acme -o ann.json",),
     "memory reindex": ("xflow memory reindex --embedding-model openai/text-embedding-3-small --json",),
     "serve": ("xflow serve --workflows workflows/ --auth keys --port 8080",
-              "xflow serve --workflows workflows/ --auth none      # loopback only"),
+              "xflow serve --workflows workflows/ --auth none      # loopback only",
+              "xflow serve --workflows workflows/ --public-url https://flows.example.com "
+              "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),

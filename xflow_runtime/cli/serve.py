@@ -44,6 +44,12 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--key-cache-seconds", type=float, default=5.0,
                         help="how long a verified API key is trusted before it is read again (revocation delay)")
     parser.add_argument("--drain-seconds", type=float, default=10.0)
+    parser.add_argument("--public-url", metavar="URL", default=None,
+                        help="the URL agents reach this service at, for callback URLs (default http://HOST:PORT)")
+    parser.add_argument("--callback-secret-env", metavar="VAR", default=None,
+                        help="environment variable holding the secret (≥ 32 bytes) that signs agent callback "
+                             "tokens (default $XFLOW_CALLBACK_SECRET when set; without one, proxy agents "
+                             "answer synchronously only)")
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
     parser.set_defaults(handler=serve_command)
@@ -88,6 +94,20 @@ def build_auth(args: argparse.Namespace, database_url: str | None) -> Any:
     return Authenticator(keys=keys, jwt_settings=jwt_settings)
 
 
+def callback_settings(args: argparse.Namespace) -> Any:
+    """The callback settings of asynchronous ``aiagentproxy`` agents, or ``None`` (no secret)."""
+    variable = args.callback_secret_env or "XFLOW_CALLBACK_SECRET"
+    secret = os.environ.get(variable)
+    if not secret:
+        if args.callback_secret_env:
+            raise XFlowError(f"${args.callback_secret_env} is not set")
+        return None
+    from xflow_runtime.agent.proxy_callbacks import CallbackSettings
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    return CallbackSettings(base_url=args.public_url or f"http://{host}:{args.port}", secrets=(secret,))
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -106,7 +126,7 @@ def serve_command(args: argparse.Namespace) -> int:
             from xflow_runtime.llm.client import LLMSettings
 
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
-        runtime = Runtime("durable", database_url=args.db, llm=llm)
+        runtime = Runtime("durable", database_url=args.db, llm=llm, callbacks=callback_settings(args))
         app = create_app(runtime, workflows=args.workflows, auth=auth,
                          options=ServiceOptions(max_body_bytes=args.max_body_bytes),
                          sonataflow_routes=args.sonataflow_routes)

@@ -41,6 +41,7 @@ from xflow_runtime.engine.durable_names import (
     WORKFLOW_NAME,
     parked_error,
 )
+from xflow_runtime.engine import durable_wakes  # registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable_port import DurablePort
 from xflow_runtime.engine.durable_replay import ReplayOrder
 from xflow_runtime.engine.scopes import enter_root
@@ -237,6 +238,11 @@ class DurableEngine:
                    idempotency_key: str | None = None) -> None:
         await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
                               idempotency_key=idempotency_key)
+
+    async def write_then_wake(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A write of ours and the wake-ups it asks for, as one recoverable DBOS workflow
+        (:mod:`.durable_wakes`)."""
+        return await durable_wakes.write_then_wake(kind, arguments)
 
     async def cancel(self, instance_id: str) -> None:
         await DBOS.cancel_workflow_async(instance_id)
