@@ -67,3 +67,81 @@ async def test_known_data_that_completes_the_form_asks_nothing(tmp_path) -> None
             output = await (await rt.start(rt.load(tmp_path / "complete.yaml"), {"known": known, "message": "hi"})).result()
         assert server.chat_requests == []
     assert output["profile"] == known
+
+
+async def _facilitate_as_ann(workflow: Path, url: str, server: ScriptedModelServer, messages: list[str],
+                             between: Any = None) -> Any:
+    """The signup conversation for user ann of tenant acme; ``between(runtime)`` runs after the first reply."""
+    replies: list[dict[str, Any]] = []
+    async with Runtime("inprocess", database_url=url, llm=LLMSettings(api_base=server.api_base, api_key="test"),
+                       on_history=lambda r: replies.append(r) if r.get("event") == "agent_reply" else None) as rt:
+        handle = await rt.start(rt.load(workflow), {"name": "Ann", "message": "sign me up"}, tenant="acme", user="ann")
+        for number, text in enumerate(messages, start=1):
+            for _ in range(500):
+                if len(replies) >= number:
+                    break
+                await asyncio.sleep(0.02)
+            if number == 1 and between is not None:
+                await between(rt)
+            await rt.send_message(handle.instance_id, text)
+        return await handle.result(timeout=120)
+
+
+def _with_memory_id(tmp_path: Path) -> Path:
+    source = (ROOT / "workflows" / "signup-facilitator.yaml").read_text()
+    target = tmp_path / "signup.yaml"
+    target.write_text(source.replace("    agentRole: facilitator\n",
+                                     "    agentRole: facilitator\n    memoryId: '${ \"signup-\" + .name }'\n", 1))
+    return target
+
+
+async def test_a_facilitators_turns_are_kept_in_chat_memory_like_an_agents(tmp_path) -> None:
+    from xflow_runtime.memory.chat import ChatMemory
+    from xflow_runtime.settings import locate
+
+    url = f"sqlite:///{tmp_path / 'store' / 'xflow.sqlite'}"
+    script = yaml.safe_load((ROOT / "workflows" / "signup-facilitator.replies.yaml").read_text())
+    with ScriptedModelServer(script) as server:
+        output = await _facilitate_as_ann(_with_memory_id(tmp_path), url, server,
+                                          ["ann-at-example", "I am 34", "ann@example.com"])
+        last_call = server.chat_requests[-1].messages
+    assert output["profile"] == {"name": "Ann", "email": "ann@example.com", "age": 34}
+    memory = ChatMemory.open(locate(url).memory_url)
+    try:
+        chats = await memory.list_chats(tenant="acme", user="ann")
+        assert [(c.agent, c.memory_id) for c in chats] == [("signup-helper", "signup-Ann")]
+        stored = await memory.history(chats[0].id, tenant="acme")
+    finally:
+        memory.close()
+    assert [m["content"] for m in stored if m["role"] == "user"] == ["sign me up", "ann-at-example", "I am 34",
+                                                                       "ann@example.com"]
+    assistant = [m["content"] for m in stored if m["role"] == "assistant"]
+    assert len(assistant) == 4 and "What is your email address?" in assistant[0]
+    # each turn is loaded back from memory: the last call carries the three turns before it
+    assert [m["content"] for m in last_call if m["role"] == "user"][:3] == ["sign me up", "ann-at-example", "I am 34"]
+
+
+async def test_a_facilitator_writes_nothing_back_for_a_user_erased_while_it_waits(tmp_path) -> None:
+    from xflow_runtime import erase_user
+    from xflow_runtime.errors import WorkflowFailed
+    from xflow_runtime.memory.chat import ChatMemory
+    from xflow_runtime.settings import locate
+
+    url = f"sqlite:///{tmp_path / 'store' / 'xflow.sqlite'}"
+    script = yaml.safe_load((ROOT / "workflows" / "signup-facilitator.replies.yaml").read_text())
+
+    async def erase(_runtime: Any) -> None:
+        await erase_user("ann", tenant="acme", database_url=url)
+
+    with ScriptedModelServer(script) as server:
+        try:
+            await _facilitate_as_ann(_with_memory_id(tmp_path), url, server, ["ann-at-example"], between=erase)
+        except WorkflowFailed as failure:
+            assert "erased" in str(failure)
+        else:
+            raise AssertionError("the write after the erasure was not refused")
+    memory = ChatMemory.open(locate(url).memory_url)
+    try:
+        assert await memory.list_chats(tenant="acme", user="ann") == []
+    finally:
+        memory.close()

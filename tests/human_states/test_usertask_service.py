@@ -164,3 +164,28 @@ def test_the_cli_lists_claims_and_completes(client, service) -> None:
     assert done.returncode == 0 and json.loads(done.stdout)["status"] == "completed"
     assert finished(client, instance_id)["output"]["status"] == "approved"
     assert xflow("show").returncode == 2
+
+
+def test_a_crash_between_completing_and_waking_loses_nothing_and_wakes_once(client, service) -> None:
+    """The completion and the wake-up are one recoverable operation: the process dies right after
+    the task's row is completed, and the restarted service still wakes the instance, once."""
+    instance_id = start(client)
+    task = task_of(client, instance_id)
+    service.stop()
+    service.env["XFLOW_CRASH_AT"] = "usertask-between-write-and-wake"
+    service.start()
+    try:
+        with pytest.raises(httpx.HTTPError):  # the process exits in the middle of the request
+            client.post(f"/v1/tasks/{task['id']}/complete", json={"data": {"approved": True}}, headers=ANN)
+        assert service.stop() == 86
+    finally:
+        service.env.pop("XFLOW_CRASH_AT")
+        if service.process is None:
+            service.start()
+    assert finished(client, instance_id)["output"]["status"] == "approved"
+    assert client.get(f"/v1/tasks/{task['id']}", headers=ADMIN).json()["status"] == "completed"
+    again = client.post(f"/v1/tasks/{task['id']}/complete", json={"data": {"approved": False}}, headers=ANN)
+    assert again.status_code == 409
+    history = client.get(f"/v1/instances/{instance_id}/history", headers=ADMIN).json()["items"]
+    assert [r["event"] for r in history].count("task_completed") == 1
+    assert not [r for r in history if r.get("event") == "task_event_ignored"]

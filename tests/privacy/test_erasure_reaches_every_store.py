@@ -31,6 +31,8 @@ MEMORY_COUNTS = {
     "message_embeddings": "SELECT count(*) FROM xflow_message_embeddings WHERE tenant_id = :t AND user_id = :u",
     "api_keys": "SELECT count(*) FROM xflow_api_keys WHERE tenant_id = :t AND user_id = :u",
     "user_tasks": "SELECT count(*) FROM xflow_user_tasks WHERE tenant_id = :t AND instance_id IN ('erase-a', 'erase-b')",
+    "agent_proxy_requests": "SELECT count(*) FROM xflow_agent_proxy_requests WHERE tenant_id = :t "
+                            "AND instance_id IN ('erase-a', 'erase-b')",
 }
 
 

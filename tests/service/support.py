@@ -37,6 +37,7 @@ class ServiceProcess:
     llm_api_base: str | None = None
     auth: str = "keys,jwt"
     extra: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # more environment (changeable between restarts)
     process: subprocess.Popen | None = None
     port: int = 0
     log: Path | None = None
@@ -54,7 +55,8 @@ class ServiceProcess:
             command += ["--jwt-secret-env", JWT_ENV]
         if self.llm_api_base:
             command += ["--llm-api-base", self.llm_api_base]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), JWT_ENV: JWT_SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), JWT_ENV: JWT_SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+               **self.env}
         self.log = Path(self.db_url.replace("sqlite:///", "")).parent / f"serve-{self.port}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(command, env=env, cwd=str(ROOT), stdout=open(self.log, "ab"),

@@ -1,6 +1,9 @@
 """The ``aiagentproxy`` state handler (specs/states-human.md §7): an agent built elsewhere, behind
-the state contract, called **synchronously** through its workflow function (a ``rest`` function
-is an HTTP endpoint; a ``custom`` one Python code) or a subflow.
+the state contract, called through its workflow function (a ``rest`` function is an HTTP
+endpoint; a ``custom`` one Python code) or a subflow. It answers synchronously (the function's
+result), or acknowledges and answers later on the callback endpoint: when the runtime has
+callback settings the call also carries ``requestId``, ``callbackUrl`` (with a signed token) and
+``callbackToken``, and the state waits durably for the answer (:mod:`.proxy_callbacks`).
 
 The call's arguments are ``{workflowId, agentConfig: {agentName, systemMessage},
 agentContext: {userMessage, messages: <chat-memory window>, memoryId}}``; the result is
@@ -11,17 +14,20 @@ chat memory like an ``aiagent`` turn. Outcomes, ``dataFilter``, ``onErrors`` as 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.handler import _chat_scope, _instance_scoped, _root
+from xflow_runtime.agent.proxy_callbacks import ANSWERED, DEFAULT_WAIT_SECONDS, REQUEST_ATTRIBUTE
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.agent.proxy_plan import AgentProxyState
-from xflow_runtime.plan.model import Action, Exit
+from xflow_runtime.plan.model import Action, Correlation, EventDef, Exit
 
 _DEFAULT = OutcomeFilter()
 _WINDOW_MODEL = "gpt-4o"  # sizes the history window by tokens (the external agent's model is unknown)
@@ -33,7 +39,7 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     store = conversations_for(_root(run), persistent=not _instance_scoped(state))
     history = await store.load(chat_scope, state.memory.policy, model=_WINDOW_MODEL, step=f"{scope}/memory-load:1")
     user_text = await state.user_message.render_async(data, variables)
-    arguments = {
+    arguments: dict[str, Any] = {
         "workflowId": run.plan.workflow_id,
         "agentConfig": {"agentName": state.agent_name,
                         "systemMessage": None if state.system_message is None
@@ -41,7 +47,23 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
         "agentContext": {"userMessage": user_text, "messages": history,
                          "memoryId": getattr(chat_scope, "memory_id", None)},
     }
+    callbacks = getattr(run.context.services, "agent_callbacks", None)
+    waiting = None
+    if callbacks is not None and callbacks.enabled:
+        waiting = await _open_request(state, run, scope, callbacks)
+        arguments.update(requestId=waiting.request_id, callbackUrl=waiting.url, callbackToken=waiting.token)
     result = await invoke(run, Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
+    if _acknowledged(result, waiting):
+        if waiting is None:
+            raise WorkflowError(f"agent '{state.agent_name}' acknowledged the request (asynchronous mode) but this "
+                                "runtime takes no callbacks: give it callback settings (xflow serve "
+                                "--callback-secret-env)", code="AgentProxyNoCallback")
+        run.record("agent_proxy_waiting", state=state.name, request_id=waiting.request_id)
+        result = await _wait(state, run, scope, callbacks.store, waiting)
+    elif waiting is not None:  # answered synchronously: a later callback for the request is refused
+        answered = result
+        await run.port.run_step(f"{scope}/request-close",
+                                lambda: asyncio.to_thread(callbacks.store.close_answered, waiting.request_id, answered))
     agent_outcome = _outcome(state, result)
     await store.append(chat_scope, [{"role": "user", "content": user_text},
                                     {"role": "assistant", "content": agent_outcome["log"]}],
@@ -57,6 +79,71 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     else:
         data, exit_ = await apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
     return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    request_id: str
+    expires_at: float
+    url: str
+    token: str
+
+
+async def _open_request(state: AgentProxyState, run: Any, scope: str, callbacks: Any) -> _Waiting:
+    """A request id (recorded), its row (created before the agent is called, so an answer faster
+    than the call's own reply finds it) and its callback URL and token."""
+    root = _root(run)
+    request_id = await run.port.new_id()
+    expires_at = float(int(await run.port.now() + (state.timeouts.event or DEFAULT_WAIT_SECONDS)))
+    fields = {"id": request_id, "tenant_id": run.context.services.identity.tenant, "instance_id": root.instance_id,
+              "workflow_id": run.plan.workflow_id, "state_name": state.name, "agent_name": state.agent_name,
+              "expires_at": expires_at}
+    await run.port.run_step(f"{scope}/request-create", lambda: asyncio.to_thread(callbacks.store.create, fields))
+    url, token = callbacks.callback_for(root.instance_id, request_id, expires_at)
+    return _Waiting(request_id, expires_at, url, token)
+
+
+def _acknowledged(result: Any, waiting: _Waiting | None) -> bool:
+    """An acknowledgement, not an answer: nothing (an empty 202), the request id alone, or an
+    object with ``requestId`` and no ``returnValues``."""
+    if result is None:
+        return waiting is not None
+    if isinstance(result, str):
+        return waiting is not None and result == waiting.request_id
+    return isinstance(result, Mapping) and "requestId" in result and "returnValues" not in result
+
+
+async def _wait(state: AgentProxyState, run: Any, scope: str, requests: Any, waiting: _Waiting) -> Any:
+    """The answer the request's row holds once a callback woke the instance; ``code: timeout``
+    when none came before the deadline. A wake-up whose row is still waiting (an event anyone
+    could have posted) is recorded and ignored."""
+    definition = EventDef(name="agentproxy-answered", type=ANSWERED, source=None,
+                          correlation=(Correlation(REQUEST_ATTRIBUTE, waiting.request_id),))
+    wakes = 0
+    while True:
+        timeout = max(0.0, waiting.expires_at - await run.port.now())
+        received = await run.inbox.receive((definition,), timeout, {})
+        if received is None:
+            row = await run.port.run_step(f"{scope}/request-timeout",
+                                          lambda: asyncio.to_thread(requests.time_out, waiting.request_id))
+        else:
+            wakes += 1
+            row = await run.port.run_step(f"{scope}/request-read:{wakes}",
+                                          lambda: asyncio.to_thread(requests.get, waiting.request_id))
+        if row is not None and row["status"] == "answered":
+            return _answered(state, row["answer"])
+        if received is None:
+            raise WorkflowError(f"agent '{state.agent_name}' did not call back in time (request "
+                                f"{waiting.request_id})", name="timeout", code="timeout")
+        run.record("agent_proxy_event_ignored", state=state.name, request_id=waiting.request_id)
+
+
+def _answered(state: AgentProxyState, answer: Mapping[str, Any]) -> Any:
+    error = answer.get("error")
+    if isinstance(error, Mapping):
+        raise WorkflowError(f"agent '{state.agent_name}' failed: {error.get('message')}",
+                            code=error.get("code") or "AgentProxyFailed")
+    return answer
 
 
 def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:

@@ -9,7 +9,9 @@
   conversation, and answers ``{response, data}``. The gathered data is merged; once it is valid
   against ``collectDataSchema`` the state leaves by its outcomes with ``returnValues`` = the data.
   Otherwise ``response`` (the question, or why a value is invalid) goes to the user and the
-  state waits for the next message.
+  state waits for the next message. Each turn is kept as an ``aiagent`` turn is: in the
+  instance's history, or in chat memory under ``memoryId`` (our extension, as on
+  ``aiagentproxy``), windowed and loaded back each turn.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import json
 from typing import Any, Mapping
 
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
-from xflow_runtime.agent.handler import _client, message_text
+from xflow_runtime.agent.conversation import conversations_for
+from xflow_runtime.agent.handler import _chat_scope, _client, _instance_scoped, _model_name, _root, message_text
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
@@ -67,22 +70,28 @@ async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
 
 async def _facilitate(state: UserProxyState, data: Any, run: Any, scope: str) -> dict[str, Any]:
     known = _known(state, data, run)
-    history: list[dict[str, Any]] = []
+    if not state.collect_schema.errors(known):
+        return known  # knownData already completes the form: nothing to ask
+    assert state.talker is not None
+    talker = state.talker
+    # the conversation is kept like an aiagent's: the instance's history, or chat memory with a
+    # memoryId (the user's erasure epoch applies there as for every agent write)
+    chat_scope = _chat_scope(talker, data, run)
+    store = conversations_for(_root(run), persistent=not _instance_scoped(talker))
+    model = _model_name(talker)
     user_text = await state.user_message.render_async(data, run.variables) if state.user_message is not None else "Hello."
     counters, client = Counters(), _client(run)
     problems: list[str] = []
     turn = 0
     while True:
         turn += 1
-        if turn == 1 and not state.collect_schema.errors(known):
-            return known  # knownData already completes the form: nothing to ask
+        history = await store.load(chat_scope, talker.memory.policy, model=model, step=f"{scope}/memory-load:{turn}")
         system_text = FACILITATOR_INSTRUCTIONS.format(
             schema=json.dumps(state.collect_schema.schema), known=json.dumps(known),
             problems="" if not problems else "Invalid values to ask again for: " + "; ".join(problems) + "\n")
-        assert state.talker is not None
-        result = await Turn(run, state.talker, data, f"{scope}/turn:{turn}", counters, client, None).run_turn(
+        result = await Turn(run, talker, data, f"{scope}/turn:{turn}", counters, client, None).run_turn(
             system_text, history, user_text)
-        history += result.messages
+        await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn}")
         values = result.outcome()["returnValues"]
         gathered = values.get("data") if isinstance(values.get("data"), Mapping) else {}
         candidate = merge(known, dict(gathered))

@@ -58,7 +58,10 @@ def compile_user_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -
             raise invalid(f"{where}/collectDataSchema", "a facilitator needs collectDataSchema.schema")
         collect = compile_schema(schema_raw, f"{where}/collectDataSchema/schema", ctx.base_dir)
         internal = {"agentName": agent_name, "userMessage": "-", "output": {"schema": FACILITATOR_OUTPUT},
-                    "maxToolExecutions": 0, "agentOutcomes": [{"finish": True, "end": True}], **{k: raw[k] for k in ("aiModel", "llmConfig") if k in raw}}
+                    "maxToolExecutions": 0, "agentOutcomes": [{"finish": True, "end": True}],
+                    **{k: raw[k] for k in ("aiModel", "llmConfig") if k in raw}}
+        if raw.get("memoryId"):  # the flat memoryId of the proxy states (an expression allowed)
+            internal["memory"] = {"memoryId": raw["memoryId"]}
         talker = compile_aiagent(internal, ctx, {"name": common["name"], "type": "aiagent"})
     return UserProxyState(
         **common, agent_name=agent_name, role=role,

@@ -39,7 +39,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory reindex": ("xflow memory reindex --embedding-model openai/text-embedding-3-small --json",),
     "serve": ("xflow serve --workflows workflows/ --auth keys --port 8080",
               "xflow serve --workflows workflows/ --db postgresql://xflow@db/xflow --workers 4",
-              "xflow serve --workflows workflows/ --auth none      # loopback only"),
+              "xflow serve --workflows workflows/ --auth none      # loopback only",
+              "xflow serve --workflows workflows/ --public-url https://flows.example.com "
+              "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
                "xflow worker --db postgresql://xflow@db/xflow --starts-per-minute 600 --drain-seconds 30"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),

@@ -57,6 +57,12 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--drain-seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="run instances in N worker processes (a fleet on --db PostgreSQL) instead of this one")
+    parser.add_argument("--public-url", metavar="URL", default=None,
+                        help="the URL agents reach this service at, for callback URLs (default http://HOST:PORT)")
+    parser.add_argument("--callback-secret-env", metavar="VAR", default=None,
+                        help="environment variable holding the secret (≥ 32 bytes) that signs agent callback "
+                             "tokens (default $XFLOW_CALLBACK_SECRET when set; without one, proxy agents "
+                             "answer synchronously only)")
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
     parser.set_defaults(handler=serve_command)
@@ -102,6 +108,20 @@ def build_auth(args: argparse.Namespace, database_url: str | None) -> Any:
     return Authenticator(keys=keys, jwt_settings=jwt_settings)
 
 
+def callback_settings(args: argparse.Namespace) -> Any:
+    """The callback settings of asynchronous ``aiagentproxy`` agents, or ``None`` (no secret)."""
+    variable = args.callback_secret_env or "XFLOW_CALLBACK_SECRET"
+    secret = os.environ.get(variable)
+    if not secret:
+        if args.callback_secret_env:
+            raise XFlowError(f"${args.callback_secret_env} is not set")
+        return None
+    from xflow_runtime.agent.proxy_callbacks import CallbackSettings
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    return CallbackSettings(base_url=args.public_url or f"http://{host}:{args.port}", secrets=(secret,))
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -127,7 +147,7 @@ def serve_command(args: argparse.Namespace) -> int:
             if args.workers < 1 or args.llm_script:
                 raise XFlowError("--workers takes N ≥ 1 and a gateway (--llm-api-base), not --llm-script")
             fleet = FleetOptions(run_instances=False)  # this process starts instances; workers run them
-        runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet)
+        runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet, callbacks=callback_settings(args))
         options = ServiceOptions(max_body_bytes=args.max_body_bytes, body_timeout_seconds=args.body_timeout,
                                  max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
                                  request_timeout_seconds=args.request_timeout)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
+    from xflow_runtime.agent.proxy_callbacks import AgentCallbacks
     from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.memory.longterm import LongTermMemory
     from xflow_runtime.usertask.store import TaskStore
@@ -79,6 +80,7 @@ class InstanceServices:
     long_term_memory: "LongTermMemoryService | None" = None
     reply_tokens: ReplyTokenSink | None = None
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
+    agent_callbacks: "AgentCallbacks | None" = None  # asynchronous aiagentproxy states (ibid. §7)
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

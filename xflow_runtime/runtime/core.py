@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from xflow_runtime.memory.longterm import LongTermOptions
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.usertask.inbox import TaskInbox
+    from xflow_runtime.agent.proxy_callbacks import CallbackSettings
 
 EngineName = Literal["inprocess", "durable"]
 EventListener = Callable[[dict[str, Any]], None]
@@ -58,6 +59,9 @@ class Runtime:
     ``on_instance_history`` receives ``(instance_id, record)`` (a server fans records out per
     instance); ``reply_tokens`` receives the reply text of ``aiagent`` LLM calls as the model
     produces it (:class:`~xflow_runtime.interpreter.services.ReplyTokenSink`; the calls stream then).
+    ``callbacks`` (:class:`~xflow_runtime.agent.proxy_callbacks.CallbackSettings`: the public
+    base URL of the callback endpoint and its signing secrets) lets ``aiagentproxy`` agents answer
+    asynchronously (specs/states-human.md §7); without it they answer synchronously.
     ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
     (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
 
@@ -91,7 +95,8 @@ class Runtime:
                  reply_tokens: "ReplyTokenSink | None" = None,
                  strict: bool = False,
                  evaluation_limits: "EvaluationLimits | None" = None,
-                 fleet: "FleetOptions | None" = None) -> None:
+                 fleet: "FleetOptions | None" = None,
+                 callbacks: "CallbackSettings | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -115,6 +120,8 @@ class Runtime:
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
         self.evaluation_limits = evaluation_limits
+        #: Where asynchronous ``aiagentproxy`` agents call back, and the secrets of their tokens.
+        self.callbacks = callbacks
         self.llm = llm_client(llm)
         self.long_term_options = long_term_options(long_term)
         self.chat_memory_url: str | None = None
@@ -142,6 +149,7 @@ class Runtime:
                     from xflow_runtime.engine.durable import DurableEngine
 
                     engine = DurableEngine(self.database_url, executor_id=self.executor_id, fleet=self.fleet)
+                    self._services.register_wake_writers()  # before launch: recovery may need them
                     # DBOS.launch does blocking database work (migrations, recovery): off our loop.
                     await _in_own_thread(engine.launch, self._run_durable_body)
                     self._durable = engine
@@ -263,6 +271,19 @@ class Runtime:
         from xflow_runtime.usertask.inbox import TaskInbox
 
         return TaskInbox(self, self._services.tasks)
+
+    async def agent_callback(self, request_id: str, token: str | None, body: Any) -> dict[str, Any]:
+        """Deliver an ``aiagentproxy`` agent's callback (what ``POST /v1/callbacks/agent-proxy/
+        {requestId}`` does): the token must be the request's, the body ``{returnValues, log?}`` or
+        ``{error: {message, code?}}``. Returns ``{requestId, status, duplicate}``; refusals raise
+        :class:`~xflow_runtime.agent.proxy_callbacks.CallbackError` (specs/states-human.md §7)."""
+        from xflow_runtime.agent.proxy_callbacks import CallbackError
+
+        await self.open()
+        callbacks = self._services.agent_callbacks
+        if callbacks is None:
+            raise CallbackError("not-found", "agent callbacks need a database (a durable runtime, or database_url)")
+        return await callbacks.deliver(self, request_id, token, body)
 
     def instance(self, instance_id: str) -> InstanceHandle:
         """A handle on an existing instance (e.g. one started by an earlier process)."""

@@ -7,6 +7,7 @@ Kept apart from ``runtime.py`` so the public class reads as a contract; this mod
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -19,6 +20,7 @@ from xflow_runtime.runtime.memory import LazyChatMemory
 
 if TYPE_CHECKING:
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
+    from xflow_runtime.agent.proxy_callbacks import AgentCallbacks
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.usertask.store import TaskStore
     from xflow_runtime.runtime import Runtime
@@ -53,12 +55,31 @@ class Services:
         # covers them all), each opened on first use
         self.long_term_memory: "LazyLongTermMemory | None" = None
         self.tasks: "TaskStore | None" = None
+        self.agent_callbacks: "AgentCallbacks | None" = None
         if url is not None:
             from xflow_runtime.agent import longterm_hook
             from xflow_runtime.usertask import store
 
             self.long_term_memory = longterm_hook.LazyLongTermMemory(url, runtime.long_term_options, llm=runtime.llm)
             self.tasks = store.TaskStore(url)
+            from xflow_runtime.agent.proxy_callbacks import AgentCallbacks
+            from xflow_runtime.agent.proxy_requests import ProxyRequestStore
+
+            self.agent_callbacks = AgentCallbacks(runtime.callbacks, ProxyRequestStore(url))
+
+    def register_wake_writers(self) -> None:
+        """The writes the durable engine runs together with the wake-ups they ask for
+        (``engine/durable/wakes.py``): task completions, agent-proxy answers."""
+        from xflow_runtime.engine.durable.wakes import register_writer
+
+        if self.tasks is not None:
+            from xflow_runtime.usertask.inbox import WAKE_KIND, act_and_ask_to_wake
+
+            register_writer(WAKE_KIND, functools.partial(act_and_ask_to_wake, self.tasks))
+        if self.agent_callbacks is not None:
+            from xflow_runtime.agent.proxy_callbacks import WAKE_KIND as PROXY_KIND, answer_and_ask_to_wake
+
+            register_writer(PROXY_KIND, functools.partial(answer_and_ask_to_wake, self.agent_callbacks.store))
 
     async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's
@@ -87,7 +108,7 @@ class Services:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
         return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
                                 long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens,
-                                tasks=self.tasks)
+                                tasks=self.tasks, agent_callbacks=self.agent_callbacks)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}
@@ -97,6 +118,8 @@ class Services:
             await asyncio.to_thread(self.chat_memory.close)
         if self.tasks is not None:
             await asyncio.to_thread(self.tasks.close)
+        if self.agent_callbacks is not None:
+            await asyncio.to_thread(self.agent_callbacks.store.close)
         if self.long_term_memory is not None:
             await self.long_term_memory.aclose()  # waits for running extractions; no-op if never opened
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import (routes_chat, routes_events, routes_instances, routes_memory, routes_ops,
-                                   routes_privacy, routes_tasks)
+from xflow_runtime.service import (routes_callbacks, routes_chat, routes_events, routes_instances,
+                                   routes_memory, routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -47,7 +47,7 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
     app.state.xflow = state
     install_problem_handlers(app)
     for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
-                   routes_tasks):
+                   routes_tasks, routes_callbacks):
         app.include_router(module.router)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow

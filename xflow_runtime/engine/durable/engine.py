@@ -41,6 +41,7 @@ from xflow_runtime.engine.durable.names import (
     WORKFLOW_NAME,
     parked_error,
 )
+from xflow_runtime.engine.durable import wakes  # noqa: F401 - registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable.port import DurablePort
 from xflow_runtime.engine.durable.replay import ReplayOrder
 from xflow_runtime.engine.durable.progress import instances_made_progress
@@ -296,6 +297,11 @@ class DurableEngine:
                    idempotency_key: str | None = None) -> None:
         await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
                               idempotency_key=idempotency_key)
+
+    async def write_then_wake(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A write of ours and the wake-ups it asks for, as one recoverable DBOS workflow
+        (:mod:`.wakes`)."""
+        return await wakes.write_then_wake(kind, arguments)
 
     async def cancel(self, instance_id: str) -> None:
         await DBOS.cancel_workflow_async(instance_id)

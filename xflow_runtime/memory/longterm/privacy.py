@@ -71,6 +71,9 @@ _ERASE_POSTGRES = [
 ]
 #: human tasks created by the user's instances (their input is the instance's data)
 _ERASE_TASKS = "DELETE FROM xflow_user_tasks WHERE tenant_id = :tenant AND instance_id IN :instances"
+#: requests of the user's instances to asynchronous proxy agents (their answers)
+_ERASE_PROXY_REQUESTS = ("DELETE FROM xflow_agent_proxy_requests WHERE tenant_id = :tenant "
+                         "AND instance_id IN :instances")
 _COUNT_EMBEDDINGS = ("SELECT count(*) FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user "
                      "AND embedding IS NOT NULL")
 # SQLite: the FTS rows go with their base rows through triggers; this sweep also removes entries
@@ -100,11 +103,11 @@ def erase(connection: Connection, tenant: str, user: str,
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
-    counts["user_tasks"] = 0
+    counts["user_tasks"] = counts["agent_proxy_requests"] = 0
     if instance_ids:
-        tasks = text(_ERASE_TASKS).bindparams(bindparam("instances", expanding=True))
-        counts["user_tasks"] = connection.execute(
-            tasks, {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
+        for name, statement in (("user_tasks", _ERASE_TASKS), ("agent_proxy_requests", _ERASE_PROXY_REQUESTS)):
+            counts[name] = connection.execute(text(statement).bindparams(bindparam("instances", expanding=True)),
+                                              {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
     if sqlite_db:
         # FTS5 keeps deleted terms in its segments until they are merged: merge now
         for table in ("xflow_memories_fts", "xflow_chat_messages_fts"):
