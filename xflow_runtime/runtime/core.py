@@ -59,6 +59,9 @@ class Runtime:
     produces it (:class:`~xflow_runtime.interpreter.services.ReplyTokenSink`; the calls stream then).
     ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
     (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
+    ``tracer_provider``/``meter_provider`` (OpenTelemetry SDK providers; default the global ones,
+    or the SDK set up from ``OTEL_*`` variables) turn tracing on: every instance is one trace
+    (``specs/observability.md``); ``capture_content=True`` also records prompts and tool payloads.
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
@@ -89,7 +92,10 @@ class Runtime:
                  on_instance_history: InstanceHistoryListener | None = None,
                  reply_tokens: "ReplyTokenSink | None" = None,
                  strict: bool = False,
-                 evaluation_limits: "EvaluationLimits | None" = None) -> None:
+                 evaluation_limits: "EvaluationLimits | None" = None,
+                 tracer_provider: Any = None,
+                 meter_provider: Any = None,
+                 capture_content: bool | None = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -106,6 +112,12 @@ class Runtime:
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
         self.evaluation_limits = evaluation_limits
+        #: OpenTelemetry (specs/observability.md): providers of our spans and GenAI metrics (default:
+        #: the global ones, if an SDK is set up); ``capture_content`` records prompts, completions
+        #: and tool payloads (default: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, off).
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.capture_content = capture_content
         self.llm = llm_client(llm)
         self.long_term_options = long_term_options(long_term)
         self.chat_memory_url: str | None = None
