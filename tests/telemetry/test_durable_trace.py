@@ -94,3 +94,63 @@ def test_a_resumed_instance_continues_its_trace_and_replays_no_llm_or_tool_span(
     assert by_name["xflow.state Slow"]["parent_id"] == workflow["span_id"]
     assert by_name["xflow.state Answer"]["parent_id"] == workflow["span_id"]
     assert by_name["chat gpt-4o"]["parent_id"] == by_name["invoke_agent second"]["span_id"]
+
+
+WAITING = {
+    "id": "waiting", "version": "1.0", "specVersion": "0.8", "start": "Ask",
+    "events": [{"name": "Approved", "type": "approved", "source": "/t"}],
+    "states": [
+        {"name": "Ask", "type": "aiagent", "agentName": "first", "userMessage": "hello",
+         "agentOutcomes": [{"finish": True, "dataFilter": {"toStateData": "${ .ask }"}}], "transition": "Wait"},
+        {"name": "Wait", "type": "event", "onEvents": [{"eventRefs": ["Approved"]}], "transition": "Answer"},
+        {"name": "Answer", "type": "aiagent", "agentName": "second", "userMessage": "summarise",
+         "agentOutcomes": [{"finish": True, "dataFilter": {"toStateData": "${ .answer }"}}], "end": True},
+    ],
+}
+
+
+async def test_an_instance_that_waited_across_a_restart_joins_its_trace(tmp_path, scripted_model):
+    """The runtime closes while the instance waits (its spans end, marked stopped, and are
+    exported); the next runtime continues it when the event comes: same trace, parent and link
+    the stopped execution's span, and no chat span for the agent turn before the wait."""
+    import asyncio
+
+    from dbos import DBOS
+
+    from tests.telemetry.support import Collected
+    from xflow_runtime import Runtime
+    from xflow_runtime.llm import LLMSettings
+
+    (tmp_path / "waiting.json").write_text(json.dumps(WAITING))
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    scripted_model.set_script([{"text": "hi"}, {"text": "bye"}])
+    before, after = Collected(), Collected()
+    first = Runtime("durable", database_url=url, llm=LLMSettings(api_base=scripted_model.api_base),
+                    **before.providers())
+    await first.start(first.load(tmp_path / "waiting.json"), {}, instance_id="wait-1")
+    for _ in range(400):
+        steps = await DBOS.list_workflow_steps_async("wait-1")
+        if any(step["function_name"].startswith("xflow.receive") for step in steps):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the instance never waited for its event")
+    await first.close()
+    stopped = before.one("invoke_workflow waiting")
+    assert stopped.attributes["xflow.stopped"] is True and stopped.parent is None
+    assert before.one("xflow.state Wait").attributes["xflow.stopped"] is True
+
+    async with Runtime("durable", database_url=url, llm=LLMSettings(api_base=scripted_model.api_base),
+                       **after.providers()) as second:
+        await second.send_event({"type": "approved", "source": "/t", "data": {}}, instance_id="wait-1")
+        output = await second.instance("wait-1").result(timeout=60)
+    assert output["answer"]["response"] == "bye"
+    resumed = after.one("invoke_workflow waiting")
+    assert resumed.attributes["xflow.resumed"] is True
+    assert resumed.context.trace_id == stopped.context.trace_id
+    assert resumed.parent.span_id == stopped.context.span_id
+    (link,) = resumed.links
+    assert link.context.span_id == stopped.context.span_id
+    assert [span.name for span in after.named("chat ")] == ["chat gpt-4o"]
+    assert after.named("invoke_agent ") == [after.one("invoke_agent second")]
+    assert {span.context.trace_id for span in after.spans} == {stopped.context.trace_id}
