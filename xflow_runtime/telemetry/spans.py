@@ -41,30 +41,35 @@ class SpanHandle:
     """One of our spans, possibly deferred: :meth:`materialize` starts it (and its deferred
     parents) on first need."""
 
-    __slots__ = ("telemetry", "name", "kind", "attributes", "links", "parent", "base", "start_ns", "span", "closed")
+    __slots__ = ("telemetry", "name", "kind", "attributes", "links", "parent", "base", "start_ns", "span", "closed",
+                 "_context")
 
     def __init__(self, telemetry: "Telemetry", name: str, kind: SpanKind, attributes: dict[str, Any],
                  links: Sequence[Link], parent: "SpanHandle | None", base: Any) -> None:
         self.telemetry, self.name, self.kind = telemetry, name, kind
         self.attributes, self.links = attributes, links
-        self.parent, self.base = parent, base  # base: the OTel context of a handle without parent
+        self.parent, self.base = parent, base  # base: the OTel context current when it was opened
         self.start_ns = time.time_ns()
         self.span: Any = None
         self.closed = False
+        self._context: Any = None
 
-    def context(self) -> Any:
-        """The OTel context with this span current (started now if deferred)."""
+    def materialize(self) -> None:
+        """Start the span now (with the time it was opened), its deferred parents first."""
         if self.span is None and not self.closed:
             parent_context = self.parent.context() if self.parent is not None else self.base
             self.span = self.telemetry.tracer.start_span(
                 self.name, context=parent_context, kind=self.kind, attributes=self.attributes,
                 links=self.links, start_time=self.start_ns)
-        if self.span is None:  # ended without ever starting: its children hang from its parent
-            return self.parent.context() if self.parent is not None else self.base
-        return trace.set_span_in_context(self.span, self.base)
 
-    def materialize(self) -> None:
-        self.context()
+    def context(self) -> Any:
+        """The OTel context with this span current (started now if deferred)."""
+        if self._context is None:
+            self.materialize()
+            if self.span is None:  # ended without ever starting: its children hang from its parent
+                return self.parent.context() if self.parent is not None else self.base
+            self._context = trace.set_span_in_context(self.span, self.base)
+        return self._context
 
     def set(self, key: str, value: Any) -> None:
         """Set an attribute now (if started) and keep it for a later start."""
