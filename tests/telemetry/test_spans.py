@@ -13,6 +13,7 @@ from tests.functions.server import RecordingServer, Reply
 from tests.telemetry.support import CONTENT_ATTRIBUTES, Collected
 from xflow_runtime import Runtime
 from xflow_runtime.llm import LLMSettings
+from xflow_runtime.telemetry import inject_trace_context
 
 SECRET_QUESTION = "my card number is 4111-1111"
 
@@ -51,11 +52,13 @@ def orders():
     server.stop()
 
 
-async def run_traced(tmp_path, orders, scripted_model, collected, **options):
+async def run_traced(tmp_path, orders, scripted_model, collected, headers=None, **options):
+    headers = [] if headers is None else headers
     scripted_model.set_script([{"tool_calls": [{"name": "lookup", "arguments": {"id": 7}}]},
                                {"text": "Order 7 shipped."}])
 
-    def lookup(arguments: dict) -> dict:
+    def lookup(arguments: dict) -> dict:  # sync: runs on a worker thread, in the caller's context
+        headers.append(inject_trace_context({"accept": "application/json"}))
         return {"status": "shipped", "id": arguments["id"]}
 
     async with Runtime(llm=LLMSettings(api_base=scripted_model.api_base), functions={"lookup": lookup},
@@ -179,3 +182,13 @@ async def test_a_failed_llm_call_and_a_failed_state_are_errors_with_their_code(t
     (duration,) = collected.points("gen_ai.client.operation.duration")
     assert duration.attributes["error.type"] == "401"
     assert collected.points("gen_ai.client.token.usage") == []
+
+
+async def test_protocol_clients_in_a_tool_propagate_its_execute_tool_span(tmp_path, orders, scripted_model):
+    """What an MCP or A2A client calls for its headers: inside a tool call, the tool's span."""
+    collected, headers = Collected(), []
+    await run_traced(tmp_path, orders, scripted_model, collected, headers)
+    tool = collected.one("execute_tool lookup")
+    (sent,) = headers
+    assert sent["accept"] == "application/json"
+    assert sent["traceparent"].startswith(f"00-{tool.context.trace_id:032x}-{tool.context.span_id:016x}-")
