@@ -51,3 +51,10 @@ def test_otel_sdk_disabled_wins() -> None:
     assert done.returncode == 0, done.stderr
     assert "invoke_workflow" not in done.stdout
     assert json.loads(done.stderr.splitlines()[-1]) == []
+
+
+def test_an_exporter_that_is_not_installed_is_a_warning_and_the_instance_runs() -> None:
+    done = run({"OTEL_TRACES_EXPORTER": "no-such-exporter"})
+    assert done.returncode == 0, done.stderr
+    assert "cannot set OpenTelemetry up from the OTEL_* variables" in done.stderr
+    assert "invoke_workflow" not in done.stdout

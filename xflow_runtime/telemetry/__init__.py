@@ -29,9 +29,6 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: Variables that, set, mean "this process exports traces".
 _EXPORTER_ENV = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
-#: The telemetry of code that runs outside any runtime (set by the first runtime that traces).
-_process_telemetry: "Telemetry | None" = None
-
 
 def capture_content_from_env() -> bool:
     """``true`` (or ``SPAN_ONLY``/``SPAN_AND_EVENT``, the values OTel's GenAI packages use) records
@@ -43,23 +40,20 @@ def capture_content_from_env() -> bool:
 def resolve(tracer_provider: Any = None, meter_provider: Any = None, *,
             capture_content: bool | None = None) -> "Telemetry | None":
     """The telemetry of a runtime, or ``None`` when tracing is off (see the module docstring)."""
-    global _process_telemetry
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
     explicit = tracer_provider is not None or meter_provider is not None
     if not explicit and not _global_sdk_configured() and not _exporter_requested():
         return None
-    from xflow_runtime.telemetry.spans import Telemetry
-    from xflow_runtime.telemetry.setup import configure_from_environment
-
     if not explicit and not _global_sdk_configured():
-        if not configure_from_environment():
+        from xflow_runtime.telemetry.setup import configure_from_environment
+
+        if not configure_from_environment():  # the SDK or the exporter is missing: warned once, off
             return None
-    telemetry = Telemetry(tracer_provider, meter_provider,
-                          capture_content=capture_content_from_env() if capture_content is None else capture_content)
-    if _process_telemetry is None or not explicit:
-        _process_telemetry = telemetry
-    return telemetry
+    from xflow_runtime.telemetry.spans import Telemetry
+
+    return Telemetry(tracer_provider, meter_provider,
+                     capture_content=capture_content_from_env() if capture_content is None else capture_content)
 
 
 def _exporter_requested() -> bool:
