@@ -192,3 +192,27 @@ async def test_protocol_clients_in_a_tool_propagate_its_execute_tool_span(tmp_pa
     (sent,) = headers
     assert sent["accept"] == "application/json"
     assert sent["traceparent"].startswith(f"00-{tool.context.trace_id:032x}-{tool.context.span_id:016x}-")
+
+
+async def test_graphql_calls_carry_the_traceparent_and_a_workflows_own_is_kept(tmp_path, orders):
+    orders.route("POST", "/graphql", Reply(200, {"data": {"pet": {"name": "Rex"}}}))
+    document = {
+        "id": "pets", "specVersion": "0.8", "start": "Pet",
+        "functions": [{"name": "pet", "type": "graphql", "operation": f"{orders.url}/graphql#query#pet"},
+                      {"name": "own", "type": "rest", "metadata": {"baseUrl": orders.url},
+                       "operation": {"/orders": {"get": {"parameters": [
+                           {"name": "traceparent", "in": "header", "required": True}]}}}}],
+        "states": [{"name": "Pet", "type": "operation", "actions": [
+            {"functionRef": {"refName": "pet", "arguments": {"id": 1}, "selectionSet": "{ name }"}},
+            {"functionRef": {"refName": "own", "arguments": {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}}}],
+            "end": True}],
+    }
+    (tmp_path / "pets.json").write_text(json.dumps(document))
+    collected = Collected()
+    async with Runtime(**collected.providers()) as runtime:
+        await (await runtime.start(runtime.load(tmp_path / "pets.json"), {})).result()
+    state = collected.one("xflow.state Pet")
+    (graphql,) = orders.only("POST", "/graphql")
+    assert graphql.headers["traceparent"].startswith(f"00-{state.context.trace_id:032x}-{state.context.span_id:016x}-")
+    (own,) = orders.only("GET", "/orders")
+    assert own.headers["traceparent"] == "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
