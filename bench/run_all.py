@@ -181,6 +181,8 @@ BENCHMARKS = (
               reported("load", "min_ms", "baseline_min_ms", "ratio_vs_baseline")),
     Benchmark("functions_overhead", "functions_overhead.py", (), ("--quick",),
               reported("functions_", "ours_us", "baseline_us", "ratio")),
+    Benchmark("tracing", "bench_tracing.py", (), ("--quick",),
+              reported("tracing_per_state", "on_us", "off_us", "ratio")),
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
 )

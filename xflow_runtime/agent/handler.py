@@ -44,8 +44,16 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
         turn_number += 1
         history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
         system_text = await state.system_message.render_async(data, run.variables)
-        result = await Turn(run, state, data, scope, counters, _client(run), long_term).run_turn(
-            system_text, history, user_text)
+        turn = Turn(run, state, data, scope, counters, _client(run), long_term)
+        telemetry = run.context.telemetry
+        if telemetry is None:
+            result = await turn.run_turn(system_text, history, user_text)
+        else:
+            with telemetry.agent(state.agent_name, model, _conversation_id(state, chat_scope, run),
+                                 replaying=getattr(run.port, "replaying", False)) as span:
+                result = await turn.run_turn(system_text, history, user_text)
+                span.set("gen_ai.usage.input_tokens", result.usage.get("prompt_tokens"))
+                span.set("gen_ai.usage.output_tokens", result.usage.get("completion_tokens"))
         await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn_number}")
         if long_term is not None:
             await long_term.after_turn(run.port, f"{scope}/longterm-after-turn:{turn_number}",
@@ -126,6 +134,18 @@ def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
                          tenant=identity.tenant, user=identity.user)
     epoch = identity.erasure_epoch  # writes after an erasure of the user are refused
     return scope if epoch is None else dataclasses.replace(scope, erasure_epoch=epoch)
+
+
+def _conversation_id(state: AIAgentState, chat_scope: Any, run: Any) -> str:
+    """``gen_ai.conversation.id``: the instance id for an instance's own history; for a shared
+    history (memoryId, user mode) a digest of its key, so a memoryId that names a person never
+    reaches a trace as such."""
+    if _instance_scoped(state):
+        return str(_root(run).instance_id)
+    import hashlib
+
+    parts = (chat_scope.tenant, chat_scope.agent, chat_scope.user or "", chat_scope.session or "")
+    return "sha256:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def _instance_scoped(state: AIAgentState) -> bool:

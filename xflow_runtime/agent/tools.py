@@ -68,6 +68,24 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
 
 
 async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None) -> ToolRun:
+    telemetry = run.context.telemetry
+    if telemetry is None:
+        return await _execute_call(run, state, call, step, memory)
+    name = call["function"]["name"]
+    tool = state.tool(name)
+    memory_tool = memory is not None and memory.is_memory_tool(name)
+    # Replayed from history: deferred, so a call answered from the recording leaves no span.
+    with telemetry.tool(name, str(call.get("id")), _arguments_or_text(call),
+                        description=tool.description if tool is not None else None,
+                        tool_type="datastore" if memory_tool else "function",
+                        replaying=getattr(run.port, "replaying", False)) as span:
+        entry = await _execute_call(run, state, call, step, memory)
+        telemetry.tool_result(span, entry.result, entry.error)
+    return entry
+
+
+async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], step: str,
+                        memory: Any = None) -> ToolRun:
     name = call["function"]["name"]
     entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
     if memory is not None and memory.is_memory_tool(name):

@@ -138,11 +138,12 @@ class Turn:
         """The call itself (not run again on a durable replay); streamed when the runtime listens
         for reply tokens."""
         sink = self.run.context.services.reply_tokens
+        telemetry = self.run.context.telemetry
         if sink is None:
-            return await self.client.complete(self.state.llm, request, keys)
+            return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
         instance_id = _root_instance_id(self.run)
         try:
-            return await self.client.complete(self.state.llm, request, keys,
+            return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry,
                                               on_delta=lambda text: sink(instance_id, step, text, False))
         finally:
             sink(instance_id, step, "", True)

@@ -12,6 +12,7 @@ thread never receives an exception meant for an earlier call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from typing import Any, Callable
@@ -25,7 +26,10 @@ class Call:
     returned yet (for the abandoned-call warning)."""
 
     def __init__(self, work: Callable[[], Any], loop: asyncio.AbstractEventLoop, name: str) -> None:
-        self.work, self.loop, self.name = work, loop, name
+        # Run in a copy of the caller's context, as asyncio.to_thread does: the function sees the
+        # current span (its own spans nest under ours; protocol clients propagate it).
+        context = contextvars.copy_context()
+        self.work, self.loop, self.name = (lambda: context.run(work)), loop, name
         self.outcome: asyncio.Future[Any] = loop.create_future()
         self.running = True
 

@@ -10,6 +10,7 @@ may hold credentials), and every known secret is redacted.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,13 +42,14 @@ async def send(context: FunctionContext, what: str, request: HttpRequest) -> Any
 
     where = f"{request.method.upper()} {request.url}"
     context.log.debug("%s: %s", what, where)
-    kwargs: dict[str, Any] = {"params": request.params or None, "headers": request.headers or None}
+    headers = _traced(request.headers)
+    kwargs: dict[str, Any] = {"params": request.params or None, "headers": headers or None}
     if request.timeout is not None:
         kwargs["timeout"] = request.timeout
     if request.cookies:
         # httpx deprecates per-request cookies; a Cookie header has the same effect.
         cookie = "; ".join(f"{name}={value}" for name, value in request.cookies.items())
-        kwargs["headers"] = {**(request.headers or {}), "Cookie": cookie}
+        kwargs["headers"] = {**(headers or {}), "Cookie": cookie}
     if request.form is not None:
         kwargs["data"] = request.form
     elif request.has_body:
@@ -63,6 +65,16 @@ async def send(context: FunctionContext, what: str, request: HttpRequest) -> Any
         raise _transport_error(context, what, where, type(exc).__name__, exc) from None
     context.log.debug("%s: %s → %s", what, where, response.status_code)
     return response
+
+
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    """The headers plus the current span's ``traceparent`` when tracing is on (a ``traceparent``
+    the workflow sets itself is kept)."""
+    if "opentelemetry.trace" not in sys.modules or any(name.lower() == "traceparent" for name in headers):
+        return headers
+    from xflow_runtime.telemetry import inject_trace_context
+
+    return dict(inject_trace_context(dict(headers)))
 
 
 def raise_for_status(context: FunctionContext, what: str, response: Any) -> None:

@@ -148,14 +148,29 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
         arguments = await ref.arguments.render_async(action_input, variables)
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
-        return await run.port.run_step(step, lambda: _call_python(callable_, ref.function.name, arguments))
-    invoker = run.context.invoker
-    if invoker is None:
-        raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
-                      "under its name or configure a function invoker", code="functionNotImplemented")
-    selection_set = (None if ref.selection_set is None
-                     else await interpolate_async(ref.selection_set, action_input, variables))
-    return await run.port.run_step(step, lambda: invoker(ref.function, arguments, selection_set=selection_set))
+        effect = lambda: _call_python(callable_, ref.function.name, arguments)  # noqa: E731
+    else:
+        invoker = run.context.invoker
+        if invoker is None:
+            raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
+                          "under its name or configure a function invoker", code="functionNotImplemented")
+        selection_set = (None if ref.selection_set is None
+                         else await interpolate_async(ref.selection_set, action_input, variables))
+        effect = lambda: invoker(ref.function, arguments, selection_set=selection_set)  # noqa: E731
+    if run.context.telemetry is not None:
+        effect = _touching(effect)
+    return await run.port.run_step(step, effect)
+
+
+def _touching(effect: Any) -> Any:
+    """The effect, starting the deferred spans above it when it really runs (not on a replay)."""
+    async def run_effect() -> Any:
+        from xflow_runtime.telemetry.spans import touch
+
+        touch()
+        return await effect()
+
+    return run_effect
 
 
 async def _call_python(function: Any, name: str, arguments: Any) -> Any:

@@ -77,6 +77,7 @@ class ExecutionContext:
     - ``observer``: history hook, see :data:`Observer`.
     - ``services``: the instance's identity, LLM client and memories (read by the agent state;
       a mapping with the same keys is accepted).
+    - ``telemetry``: spans of state visits, agent turns, LLM and tool calls (specs/observability.md).
     """
 
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
@@ -91,6 +92,9 @@ class ExecutionContext:
     evaluation_limits: EvaluationLimits | None = None
     #: Async subflows started with ``onParentComplete: continue``; the embedder may await them.
     detached: list[asyncio.Task[Any]] = field(default_factory=list)
+    #: OpenTelemetry spans of the instance (:class:`xflow_runtime.telemetry.spans.Telemetry`);
+    #: ``None``, the default, traces nothing.
+    telemetry: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.workflows, WorkflowRegistry):

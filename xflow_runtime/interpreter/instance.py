@@ -94,6 +94,14 @@ class Instance:
             name = exit.next_state
 
     async def run_state(self, state: State, data: Any, scope: str) -> tuple[Any, Exit | None]:
+        telemetry = self.context.telemetry
+        if telemetry is None:
+            return await self._run_state(state, data, scope)
+        # A visit the engine replays from history is deferred: no span unless real work happens in it.
+        with telemetry.state(state.name, state.type, scope, replaying=getattr(self.port, "replaying", False)):
+            return await self._run_state(state, data, scope)
+
+    async def _run_state(self, state: State, data: Any, scope: str) -> tuple[Any, Exit | None]:
         observed = self._observer is not None
         if observed:
             self.record("state_entered", state=state.name, type=state.type, input=data)
@@ -131,6 +139,8 @@ class Instance:
                 self.record("state_failed", state=state.name, error=failure.to_dict(), handled=exit is not None)
             if exit is None:
                 raise failure from None
+            if self.context.telemetry is not None:  # handled by onErrors: the visit's span says it failed
+                self.context.telemetry.fail_current(failure.code or failure.name or "error")
             return failure.data, exit
         if state.compensated_by is not None:
             self.compensable.append(state)

@@ -110,17 +110,18 @@ class LLMClient:
         self.rng = rng or random.Random()
 
     async def complete(self, node: LLMNode, request: ChatRequest, api_keys: Mapping[LLMTarget, str | None], *,
-                       on_delta: Callable[[str], None] | None = None) -> ChatResult:
+                       on_delta: Callable[[str], None] | None = None, telemetry: Any = None) -> ChatResult:
         """Answer ``request`` from ``node``. ``api_keys`` holds each target's evaluated ``apiKey``
         (the caller evaluates the templates, because only it knows the data and ``$SECRETS``).
         With ``on_delta`` the call streams and ``on_delta`` gets each piece of text as it arrives
-        (the result is the same assembled answer)."""
+        (the result is the same assembled answer). With ``telemetry`` (a runtime's
+        :class:`~xflow_runtime.telemetry.spans.Telemetry`) every provider attempt is a ``chat`` span."""
         attempts: list[dict[str, Any]] = []
         started = time.perf_counter()
 
         async def call_target(target: LLMTarget) -> ChatResult:
             try:
-                return await self._call(target, request, api_keys.get(target), on_delta)
+                return await self._call(target, request, api_keys.get(target), on_delta, telemetry)
             except WorkflowError as error:
                 attempts.append({"model": target.model, "code": error.code, "status": error.status})
                 raise
@@ -131,7 +132,7 @@ class LLMClient:
         return result
 
     async def _call(self, target: LLMTarget, request: ChatRequest, api_key: str | None,
-                    on_delta: Callable[[str], None] | None = None) -> ChatResult:
+                    on_delta: Callable[[str], None] | None = None, telemetry: Any = None) -> ChatResult:
         litellm = _litellm()
         model = target.model
         kwargs: dict[str, Any] = {**target.params, **self.settings.extra_params}
@@ -151,16 +152,31 @@ class LLMClient:
                 kwargs["tool_choice"] = request.tool_choice
         if request.output_schema is not None:
             kwargs["response_format"] = _response_format(litellm, model, request, messages)
-        try:
-            if on_delta is None:
-                response = await litellm.acompletion(model=model, messages=messages, max_retries=0,
-                                                     _skip_mcp_handler=True, **kwargs)
-            else:
-                response = await _streamed(litellm, on_delta, model=model, messages=messages, max_retries=0,
-                                           _skip_mcp_handler=True, **kwargs)
-        except Exception as error:  # every provider failure becomes a WorkflowError
-            raise provider_error(error, target.model) from None
-        return _result(litellm, response, target.model)
+        if telemetry is None:
+            return _result(litellm, await _send(litellm, target, on_delta, model, messages, kwargs), target.model)
+        from xflow_runtime.telemetry.llm import chat_span  # our span, not litellm's callback (specs/observability.md)
+
+        with chat_span(telemetry, litellm, model, messages, request.tools, kwargs.get("api_base")) as chat:
+            try:
+                response = await _send(litellm, target, on_delta, model, messages, kwargs)
+            except WorkflowError as error:
+                chat.failed(error.code or "error")
+                raise
+            result = _result(litellm, response, target.model)
+            chat.response(response, result)
+        return result
+
+
+async def _send(litellm: Any, target: LLMTarget, on_delta: Callable[[str], None] | None, model: str,
+                messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Any:
+    try:
+        if on_delta is None:
+            return await litellm.acompletion(model=model, messages=messages, max_retries=0,
+                                             _skip_mcp_handler=True, **kwargs)
+        return await _streamed(litellm, on_delta, model=model, messages=messages, max_retries=0,
+                               _skip_mcp_handler=True, **kwargs)
+    except Exception as error:  # every provider failure becomes a WorkflowError
+        raise provider_error(error, target.model) from None
 
 
 async def _streamed(litellm: Any, on_delta: Callable[[str], None], **kwargs: Any) -> Any:

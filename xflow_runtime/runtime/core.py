@@ -64,6 +64,9 @@ class Runtime:
     asynchronously (specs/states-human.md §7); without it they answer synchronously.
     ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
     (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
+    ``tracer_provider``/``meter_provider`` (OpenTelemetry SDK providers; default the global ones,
+    or the SDK set up from ``OTEL_*`` variables) turn tracing on: every instance is one trace
+    (``specs/observability.md``); ``capture_content=True`` also records prompts and tool payloads.
 
     Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
     histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
@@ -96,7 +99,10 @@ class Runtime:
                  strict: bool = False,
                  evaluation_limits: "EvaluationLimits | None" = None,
                  fleet: "FleetOptions | None" = None,
-                 callbacks: "CallbackSettings | None" = None) -> None:
+                 callbacks: "CallbackSettings | None" = None,
+                 tracer_provider: Any = None,
+                 meter_provider: Any = None,
+                 capture_content: bool | None = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -122,6 +128,12 @@ class Runtime:
         self.evaluation_limits = evaluation_limits
         #: Where asynchronous ``aiagentproxy`` agents call back, and the secrets of their tokens.
         self.callbacks = callbacks
+        #: OpenTelemetry (specs/observability.md): providers of our spans and GenAI metrics (default:
+        #: the global ones, if an SDK is set up); ``capture_content`` records prompts, completions
+        #: and tool payloads (default: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, off).
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.capture_content = capture_content
         self.llm = llm_client(llm)
         self.long_term_options = long_term_options(long_term)
         self.chat_memory_url: str | None = None

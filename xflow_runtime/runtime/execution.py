@@ -40,6 +40,9 @@ def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -
     return load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict).plan
 
 
+_UNRESOLVED = object()
+
+
 class Services:
     """What instances of one runtime share: function contexts (HTTP client, secrets), the LLM
     client, the chat memory (opened on first use) and the registered subflows."""
@@ -47,6 +50,7 @@ class Services:
     def __init__(self, runtime: "Runtime") -> None:
         self.runtime = runtime
         self._function_contexts: dict[int, Any] = {}
+        self._telemetry: Any = _UNRESOLVED
         self.chat_memory: LazyChatMemory | None = None
         url = runtime.chat_memory_url
         if url is not None:
@@ -80,6 +84,19 @@ class Services:
             from xflow_runtime.agent.proxy_callbacks import WAKE_KIND as PROXY_KIND, answer_and_ask_to_wake
 
             register_writer(PROXY_KIND, functools.partial(answer_and_ask_to_wake, self.agent_callbacks.store))
+
+    @property
+    def telemetry(self) -> Any:
+        """The runtime's OpenTelemetry spans and metrics, or ``None`` when tracing is off; decided
+        at the first instance (an embedder may set a global tracer provider after building the
+        runtime). Without OpenTelemetry in use this imports nothing (``xflow_runtime.telemetry``)."""
+        if self._telemetry is _UNRESOLVED:
+            from xflow_runtime.telemetry import resolve
+
+            runtime = self.runtime
+            self._telemetry = resolve(runtime.tracer_provider, runtime.meter_provider,
+                                      capture_content=runtime.capture_content)
+        return self._telemetry
 
     async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's
@@ -152,8 +169,17 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         workflows=list(workflows),
         services=services.for_instance(identity),
         evaluation_limits=services.runtime.evaluation_limits,
+        telemetry=services.telemetry,
     )
-    result = await interpret(plan, input, port=port, context=context)
+    if context.telemetry is None:
+        result = await interpret(plan, input, port=port, context=context)
+        return result.raise_for_error()
+    from xflow_runtime.telemetry.instance import traced_execution
+
+    async with traced_execution(context.telemetry, plan, instance_id, port) as span:
+        result = await interpret(plan, input, port=port, context=context)
+        if not result.ok:
+            span.fail(str((result.error or {}).get("code") or "WorkflowFailed"))
     return result.raise_for_error()
 
 

@@ -49,3 +49,7 @@ def parked_error() -> dict[str, str]:
             "message": f"the instance was recovered {MAX_RECOVERY_ATTEMPTS} times after its process ended "
                        "(crash, kill, os._exit, out of memory) and is parked instead of being recovered "
                        "again; `xflow resume ID` tries it once more"}
+
+#: DBOS workflow attribute holding an instance's trace context (JSON, ``specs/observability.md``):
+#: ``{"root": <traceparent of the first execution's span>, "last": <the latest execution's>}``.
+TRACE_ATTRIBUTE = "xflow.trace"

@@ -182,6 +182,19 @@ class DurablePort:
         await self._take_turn(call)
         await self._reserve().run_async({"name": call.name}, _nothing)
 
+    async def load_recording(self) -> bool:
+        """Read what earlier executions of this instance recorded; True if they recorded anything
+        (this execution resumes the instance)."""
+        await self.order.load()
+        recording = self.order.recording
+        return recording is not None and recording.last >= 0
+
+    @property
+    def replaying(self) -> bool:
+        """True while this execution is answered from the recording (read by tracing: a replayed
+        step emits no span). False until the recording is loaded."""
+        return self.order.replaying
+
     async def flush(self) -> None:
         """Store the pending history records (at the end of the instance)."""
         await self._take_turn(None, blocking=True, flush_only=True)

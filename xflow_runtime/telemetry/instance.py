@@ -1,0 +1,41 @@
+"""The ``invoke_workflow`` span of one execution of an instance, and how a resumed durable
+instance joins its trace (``specs/observability.md``, "One trace per instance").
+
+- In-process: one span, child of whatever span is current where the instance was started.
+- Durable, first execution: the same; its ``traceparent`` is stored with the instance as the
+  DBOS workflow attribute ``xflow.trace`` (``{"root": …, "last": …}``), a JSON object.
+- Durable, any later execution (crash recovery, ``resume``, a runtime that restarted while the
+  instance waited): a new ``invoke_workflow`` span whose parent is the stored root (same trace,
+  same sampling decision) with a link to the span of the execution it continues (``last``), and
+  ``xflow.resumed=true``; then ``last`` names it. What it replays from history emits no span
+  (deferred spans, :mod:`.spans`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, AsyncIterator
+
+from xflow_runtime.telemetry.spans import Telemetry, context_of, link_to, traceparent_of
+
+
+@contextlib.asynccontextmanager
+async def traced_execution(telemetry: Telemetry, plan: Any, instance_id: str, port: Any) -> AsyncIterator[Any]:
+    version = getattr(plan, "version", None)
+    if not hasattr(port, "load_recording"):  # the in-process engine: nothing outlives the process
+        with telemetry.workflow(plan.workflow_id, version, instance_id) as handle:
+            yield handle
+        return
+    from xflow_runtime.engine.durable_trace import read_trace, write_trace
+
+    stored = await read_trace(instance_id)
+    resumed = await port.load_recording()
+    root = (stored or {}).get("root")
+    parent = context_of(root)
+    links = link_to(stored.get("last"), "resumed") if stored else []
+    with telemetry.workflow(plan.workflow_id, version, instance_id, resumed=resumed,
+                            parent_context=parent, links=links) as handle:
+        mine = traceparent_of(handle)
+        if mine is not None:
+            await write_trace(instance_id, {"root": root if parent is not None else mine, "last": mine})
+        yield handle
