@@ -149,6 +149,10 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
         return await run.port.run_step(step, lambda: _call_python(callable_, ref.function.name, arguments))
+    if ref.function.type == "mcp":  # the instance's own connections (xflow_runtime.mcp)
+        from xflow_runtime.mcp.calls import call_function
+
+        return await run.port.run_step(step, lambda: call_function(run, ref.function, arguments))
     invoker = run.context.invoker
     if invoker is None:
         raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "

@@ -73,6 +73,12 @@ class InstanceServices:
     long_term_memory: "LongTermMemoryService | None" = None
     reply_tokens: ReplyTokenSink | None = None
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
+    #: the instance's MCP connections (xflow_runtime.mcp.connections), opened on first use and
+    #: closed when the instance's execution ends
+    mcp: Any = None
+    #: in-process MCP servers (the SDK's ``MCPServer``/``Server`` objects) by ``mcpServers`` name:
+    #: they replace that server's transport (embedding, tests; specs/mcp.md)
+    mcp_servers: "Mapping[str, Any] | None" = None
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

@@ -133,7 +133,13 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         services=services.for_instance(identity),
         evaluation_limits=services.runtime.evaluation_limits,
     )
-    result = await interpret(plan, input, port=port, context=context)
+    try:
+        result = await interpret(plan, input, port=port, context=context)
+    finally:
+        if context.services.mcp is not None:  # no MCP connection outlives its instance
+            from xflow_runtime.mcp.connections import close_instance_connections
+
+            await close_instance_connections(context.services)
     return result.raise_for_error()
 
 
