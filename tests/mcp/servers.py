@@ -85,6 +85,12 @@ def build_server(name: str = "test") -> MCPServer:
         _log(f"done favourite {answer.colour}")
         return answer
 
+    extra = os.environ.get("XFLOW_MCP_EXTRA_TOOL_FILE")
+    if extra and Path(extra).exists():  # a server that changed between two runs
+        @server.tool(description="Only offered once the file exists.")
+        def late_tool() -> Sum:
+            return Sum(total=0)
+
     return server
 
 
