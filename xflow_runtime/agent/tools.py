@@ -24,7 +24,7 @@ from xflow_runtime.engine.scopes import start_tasks
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.plan.agent import AgentTool, AIAgentState
-from xflow_runtime.plan.model import Action
+from xflow_runtime.plan.model import Action, FunctionRef
 
 
 @dataclass
@@ -97,7 +97,13 @@ async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: st
         entry.error = "invalid arguments: " + "; ".join(problems)
         return entry
     try:
-        result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
+        if (isinstance(tool.execution, FunctionRef) and tool.execution.function.type == "mcp"
+                and tool.execution.arguments is None):
+            from xflow_runtime.mcp.elicitation import call_agent_tool  # may wait for the user (input_required)
+
+            result = await call_agent_tool(run, state, tool.execution.function, entry.arguments, step)
+        else:
+            result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # reported to the model, which may recover
