@@ -181,6 +181,7 @@ BENCHMARKS = (
               reported("load", "min_ms", "baseline_min_ms", "ratio_vs_baseline")),
     Benchmark("functions_overhead", "functions_overhead.py", (), ("--quick",),
               reported("functions_", "ours_us", "baseline_us", "ratio")),
+    Benchmark("mcp", "bench_mcp.py", (), ("--quick",), reported("mcp_", "ours_us", "baseline_us", "ratio")),
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
 )
