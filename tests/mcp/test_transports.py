@@ -162,3 +162,37 @@ async def test_a_late_call_times_out_and_is_cancelled(era: str, tmp_path) -> Non
     lines = log.read_text().splitlines()
     # both attempts started, none finished: the server's handler was cancelled each time
     assert lines.count("start slow late") == 2 and "done slow late" not in lines
+
+
+def test_a_virtual_time_run_waits_for_the_real_server() -> None:
+    """run_workflow_sync jumps over idle time; an MCP call is real work and is never overtaken."""
+    from xflow_runtime.engine.inprocess import run_workflow_sync
+
+    plan = workflow(CALLS, mcpServers=servers({"stdio": STDIO_COMMAND}, "legacy"))
+    result = run_workflow_sync(plan, {"a": 2})
+    assert result.status == "completed", result.error
+    assert result.output == EXPECTED
+
+
+async def test_http_with_oauth2_client_credentials() -> None:
+    from tests.functions.server import RecordingServer, Reply
+
+    tokens = RecordingServer().start()
+    try:
+        tokens.route("POST", "/oauth/token", Reply(200, {"access_token": "issued-token-42", "token_type": "Bearer",
+                                                         "expires_in": 3600}))
+        with HttpMcpServer(token="issued-token-42") as server:
+            plan = workflow(CALLS, mcpServers=[{"name": "calc", "authRef": "oauth",
+                                                "transport": {"http": {"endpoint": server.url}}}],
+                            auth=[{"name": "oauth", "scheme": "oauth2", "properties": {
+                                "authority": tokens.url + "/oauth/token", "grantType": "clientCredentials",
+                                "clientId": "xflow", "clientSecret": "${ $SECRETS.clientSecret }"}}],
+                            secrets=["clientSecret"])
+            result = await run_workflow(plan, {"a": 2}, secrets={"clientSecret": "client-secret-value"},
+                                        virtual_time=False)
+            assert result.status == "completed", result.error
+            assert result.output == EXPECTED
+        assert len(tokens.only("POST", "/oauth/token")) == 1  # one token for the instance's connection
+        assert tokens.only("POST", "/oauth/token")[0].form()["grant_type"] == ["client_credentials"]
+    finally:
+        tokens.stop()

@@ -214,4 +214,7 @@ async def close_instance_connections(services: Any) -> None:
     connections = getattr(services, "mcp", None)
     if connections is not None:
         services.mcp = None
-        await connections.aclose()
+        # on a virtual-time loop (engine/clock.py) the shutdown waits of a stdio server are real work
+        busy = getattr(asyncio.get_running_loop(), "busy", None)
+        with busy() if busy is not None else contextlib.nullcontext():
+            await connections.aclose()
