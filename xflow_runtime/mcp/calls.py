@@ -118,14 +118,12 @@ def tool_result(result: Any) -> Any:
 
 
 async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
-    from xflow_runtime.functions.context import SecretRedactor
-
     connections = connections_for(run)
     connections.http_status.pop(server.name, None)
     try:
         connection, client = await connections.client(server, run.variables)
     except WorkflowError as error:
-        raise _refused(server, connections) or error from None
+        raise _redacted(run, _refused(server, connections) or error) from None
     meta = outgoing_meta(_instance_id(run))
     try:
         # The SDK times the request out itself (and sends notifications/cancelled); this bound
@@ -135,11 +133,21 @@ async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
     except WorkflowError:
         raise
     except Exception as exc:  # noqa: BLE001 - classified below
-        error = _refused(server, connections) or _classify(server, what, exc,
-                                                           SecretRedactor(run.variables.get("SECRETS") or {}))
-        if error.code == UNAVAILABLE:
+        error = _refused(server, connections) or _classify(server, what, exc)
+        if error.code in (UNAVAILABLE, UNAUTHORIZED):
             await connections.drop(connection)
-        raise error from None
+        raise _redacted(run, error) from None
+
+
+def _redacted(run: Any, error: WorkflowError) -> WorkflowError:
+    """Endpoints, headers and server messages may hold secret values: they never reach a message."""
+    from xflow_runtime.functions.context import SecretRedactor
+
+    redactor = SecretRedactor(run.variables.get("SECRETS") or {})
+    text = redactor.redact(str(error))
+    if text == str(error):
+        return error
+    return WorkflowError(text, name=error.name, code=error.code, status=error.status, details=error.details)
 
 
 def _refused(server: McpServerDef, connections: Any) -> WorkflowError | None:
@@ -150,7 +158,7 @@ def _refused(server: McpServerDef, connections: Any) -> WorkflowError | None:
                          details={"server": server.name, "status": status})
 
 
-def _classify(server: McpServerDef, what: str, exc: Exception, redactor: Any) -> WorkflowError:
+def _classify(server: McpServerDef, what: str, exc: Exception) -> WorkflowError:
     from mcp.shared.exceptions import MCPError
 
     details: dict[str, Any] = {"server": server.name, "request": what}
@@ -164,7 +172,7 @@ def _classify(server: McpServerDef, what: str, exc: Exception, redactor: Any) ->
         if exc.code == _CONNECTION_CLOSED:
             return unavailable(server, exc)
         details["code"] = exc.code
-        return WorkflowError(f"MCP server {server.name!r}: {what} failed: {redactor.redact(exc.message)} "
+        return WorkflowError(f"MCP server {server.name!r}: {what} failed: {exc.message} "
                              f"(JSON-RPC error {exc.code})", code=PROTOCOL_ERROR, details=details)
     if isinstance(exc, RuntimeError) and ("structured content" in str(exc) or "output schema" in str(exc)):
         return WorkflowError(f"MCP server {server.name!r}: {what}: {exc}", code=OUTPUT_INVALID, details=details)
