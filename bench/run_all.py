@@ -183,6 +183,7 @@ BENCHMARKS = (
               reported("functions_", "ours_us", "baseline_us", "ratio")),
     Benchmark("tracing", "bench_tracing.py", (), ("--quick",),
               reported("tracing_per_state", "on_us", "off_us", "ratio")),
+    Benchmark("mcp", "bench_mcp.py", (), ("--quick",), reported("mcp_", "ours_us", "baseline_us", "ratio")),
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
 )

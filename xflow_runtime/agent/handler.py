@@ -38,13 +38,14 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
     model = _model_name(state)
     counters = Counters()
     long_term = await long_term_for(state, run)  # None unless longTermMemory/factExtraction is enabled
+    mcp_tools = await _mcp_tools(run, state, scope, long_term)
     user_text = await state.user_message.render_async(data, run.variables)
     turn_number = 0
     while True:
         turn_number += 1
         history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
         system_text = await state.system_message.render_async(data, run.variables)
-        turn = Turn(run, state, data, scope, counters, _client(run), long_term)
+        turn = Turn(run, state, data, scope, counters, _client(run), long_term, mcp_tools)
         telemetry = run.context.telemetry
         if telemetry is None:
             result = await turn.run_turn(system_text, history, user_text)
@@ -77,6 +78,18 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
             raise WorkflowError(f"agent '{state.agent_name}': no user message within "
                                 f"{state.timeouts.event:g} s", name="timeout", code="timeout")
         user_text = message_text(message)
+
+
+async def _mcp_tools(run: Any, state: AIAgentState, scope: str, long_term: Any) -> dict[str, Any]:
+    """The visit's MCP tools, listed once (a recorded step per server); empty without any."""
+    if not state.mcp_tools:
+        return {}
+    from xflow_runtime.mcp.agent_tools import visit_tools
+
+    taken = [tool.name for tool in state.tools]
+    if long_term is not None:
+        taken += [tool["function"]["name"] for tool in long_term.tools()]
+    return await visit_tools(run, state, scope, taken)
 
 
 def reply_text(agent_outcome: Mapping[str, Any]) -> str:

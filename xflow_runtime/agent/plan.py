@@ -48,6 +48,19 @@ class AgentTool:
 
 
 @dataclass(frozen=True)
+class McpToolSet:
+    """``tools: [{mcp: {server, include, exclude}}]``: a server's tools, listed once per visit
+    (:mod:`xflow_runtime.mcp.agent_tools`)."""
+
+    server: Any  # xflow_runtime.mcp.config.McpServerDef
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+
+    def offers(self, tool: str) -> bool:
+        return (self.include is None or tool in self.include) and tool not in self.exclude
+
+
+@dataclass(frozen=True)
 class OutcomeFilter:
     """An outcome's ``dataFilter`` (event-data-filter semantics over ``$agentOutcome``)."""
 
@@ -73,6 +86,7 @@ class AIAgentState(State):
     user_message: Any
     output: Any | None  # CompiledSchema
     tools: tuple[AgentTool, ...] = ()
+    mcp_tools: tuple[McpToolSet, ...] = ()
     max_tool_executions: int = DEFAULT_MAX_TOOL_EXECUTIONS
     memory: Any = None  # xflow_runtime.memory.chat.MemorySettings
     #: (LongTermMemorySettings, FactExtractionSettings) when either is enabled, else None
@@ -117,13 +131,56 @@ def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> S
         system_message=compile_prompt(raw.get("systemMessage") or DEFAULT_SYSTEM_MESSAGE, f"{where}/systemMessage"),
         user_message=compile_prompt(require(raw, "userMessage", where), f"{where}/userMessage"),
         output=None if output_raw is None else compile_schema(output_raw, f"{where}/output", ctx.base_dir),
-        tools=_tools([*(raw.get("tools") or ()), *_collaborator_tools(raw.get("collaborators"))], ctx, f"{where}/tools"),
+        tools=(tools := _tools([*(item for item in raw.get("tools") or () if not _is_mcp_set(item)),
+                                *_collaborator_tools(raw.get("collaborators"))], ctx, f"{where}/tools")),
+        mcp_tools=_mcp_tool_sets(raw.get("tools"), tools, ctx, f"{where}/tools"),
         max_tool_executions=max_tools,
         memory=_memory(raw.get("memory"), f"{where}/memory"),
         long_term=_long_term(raw, where),
         outcomes=outcomes,
         data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
     )
+
+
+def _is_mcp_set(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("mcp") is not None
+
+
+def _mcp_tool_sets(raw: Any, tools: tuple[AgentTool, ...], ctx: CompileContext, where: str) -> tuple[McpToolSet, ...]:
+    """The ``{mcp: …}`` entries of ``tools``; the names of ``include``d tools are mapped now, so
+    a collision with a named tool is reported at load time (specs/mcp.md, "Tool names")."""
+    if not isinstance(raw, list) or not any(_is_mcp_set(item) for item in raw):
+        return ()
+    from xflow_runtime.errors import WorkflowError
+    from xflow_runtime.mcp.names import assign
+
+    servers = ctx.extras.get("mcp_servers") or {}
+    sets: list[McpToolSet] = []
+    for i, item in enumerate(raw):
+        if not _is_mcp_set(item):
+            continue
+        at = f"{where}/{i}/mcp"
+        spec = item["mcp"]
+        if not isinstance(spec, Mapping) or set(item) != {"mcp"}:
+            raise invalid(at, "expected {mcp: {server, include?, exclude?}} and nothing else")
+        server = servers.get(spec.get("server"))
+        if server is None:
+            raise invalid(f"{at}/server", f"MCP server {spec.get('server')!r} is not defined in mcpServers "
+                                          f"(known: {', '.join(sorted(servers)) or 'none'})")
+        if any(existing.server is server for existing in sets):
+            raise invalid(f"{at}/server", f"the tools of MCP server {server.name!r} are listed twice")
+        include, exclude = spec.get("include"), spec.get("exclude") or []
+        for key, names in (("include", include), ("exclude", exclude)):
+            if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n for n in names)):
+                raise invalid(f"{at}/{key}", "expected a list of tool names")
+        sets.append(McpToolSet(server=server, include=None if include is None else tuple(include),
+                               exclude=tuple(exclude)))
+    known = [(s.server.name, s.server.prefix, name) for s in sets for name in s.include or () if s.offers(name)]
+    try:
+        assign(known, taken=[tool.name for tool in tools])
+    except WorkflowError as error:
+        raise invalid(where, str(error)) from None
+    return tuple(sets)
 
 
 def _tools(raw: Any, ctx: CompileContext, where: str) -> tuple[AgentTool, ...]:
@@ -181,12 +238,29 @@ def _execution(raw: Any, tool_name: str, ctx: CompileContext, where: str) -> Fun
                              "'{subFlowRef: …}' (or a workflow function with the same name)")
     if not isinstance(raw, Mapping):
         raise invalid(where, "expected {functionRef: …} or {subFlowRef: …}")
-    refs = [key for key in ("functionRef", "subFlowRef") if raw.get(key) is not None]
+    refs = [key for key in ("functionRef", "subFlowRef", "mcp") if raw.get(key) is not None]
     if len(refs) != 1:
-        raise invalid(where, "needs exactly one of functionRef, subFlowRef")
+        raise invalid(where, "needs exactly one of functionRef, subFlowRef, mcp")
+    if refs[0] == "mcp":
+        return _mcp_tool_ref(raw["mcp"], ctx, f"{where}/mcp")
     if refs[0] == "functionRef":
         return _function_ref(raw["functionRef"], ctx, f"{where}/functionRef")
     return _subflow_ref(raw["subFlowRef"], ctx, f"{where}/subFlowRef")
+
+
+def _mcp_tool_ref(raw: Any, ctx: CompileContext, where: str) -> FunctionRef:
+    """``execution: {mcp: {server, tool}}``: one MCP tool under the name the tool entry gives it,
+    called like a ``type: mcp`` function."""
+    from xflow_runtime.plan.functions import FunctionDef
+
+    servers = ctx.extras.get("mcp_servers") or {}
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("tool"), str) or not raw["tool"]:
+        raise invalid(where, "expected {server: <mcpServers name>, tool: <tool name>}")
+    if raw.get("server") not in servers:
+        raise invalid(f"{where}/server", f"MCP server {raw.get('server')!r} is not defined in mcpServers "
+                                         f"(known: {', '.join(sorted(servers)) or 'none'})")
+    operation = f"{raw['server']}#{raw['tool']}"
+    return FunctionRef(function=FunctionDef(name=operation, type="mcp", operation=operation))
 
 
 def compile_outcome(raw: Any, ctx: CompileContext, where: str,

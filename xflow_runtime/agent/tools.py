@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from xflow_runtime.engine.scopes import start_tasks
 from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
-from xflow_runtime.agent.plan import AIAgentState
-from xflow_runtime.plan.model import Action
+from xflow_runtime.agent.plan import AgentTool, AIAgentState
+from xflow_runtime.plan.model import Action, FunctionRef
 
 
 @dataclass
@@ -52,11 +52,14 @@ class ToolRun:
 
 
 async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
-                             first_number: int, memory: Any = None) -> list[ToolRun]:
+                             first_number: int, memory: Any = None,
+                             extra_tools: Mapping[str, AgentTool] | None = None) -> list[ToolRun]:
     """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
-    ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools."""
+    ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools;
+    ``extra_tools`` are the visit's MCP tools (:mod:`xflow_runtime.mcp.agent_tools`)."""
     _, tasks = start_tasks([
-        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}", memory)
+        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}", memory,
+                 extra_tools or {})
         for index, call in enumerate(calls)
     ])
     return list(await asyncio.gather(*tasks))
@@ -67,25 +70,26 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
     return ToolRun(id=call["id"], name=call["function"]["name"], arguments=_arguments_or_text(call), error=reason)
 
 
-async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None) -> ToolRun:
+async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None,
+                   extra_tools: Mapping[str, AgentTool] = {}) -> ToolRun:  # noqa: B006 - never mutated
     telemetry = run.context.telemetry
     if telemetry is None:
-        return await _execute_call(run, state, call, step, memory)
+        return await _execute_call(run, state, call, step, memory, extra_tools)
     name = call["function"]["name"]
-    tool = state.tool(name)
+    tool = state.tool(name) or extra_tools.get(name)
     memory_tool = memory is not None and memory.is_memory_tool(name)
     # Replayed from history: deferred, so a call answered from the recording leaves no span.
     with telemetry.tool(name, str(call.get("id")), _arguments_or_text(call),
                         description=tool.description if tool is not None else None,
                         tool_type="datastore" if memory_tool else "function",
                         replaying=getattr(run.port, "replaying", False)) as span:
-        entry = await _execute_call(run, state, call, step, memory)
+        entry = await _execute_call(run, state, call, step, memory, extra_tools)
         telemetry.tool_result(span, entry.result, entry.error)
     return entry
 
 
 async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], step: str,
-                        memory: Any = None) -> ToolRun:
+                        memory: Any = None, extra_tools: Mapping[str, AgentTool] = {}) -> ToolRun:  # noqa: B006
     name = call["function"]["name"]
     entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
     if memory is not None and memory.is_memory_tool(name):
@@ -95,9 +99,10 @@ async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], ste
         else:
             entry.result = result
         return entry
-    tool = state.tool(name)
+    tool = state.tool(name) or extra_tools.get(name)
     if tool is None:
-        entry.error = f"unknown tool {name!r}; available: {', '.join(t.name for t in state.tools) or 'none'}"
+        available = [t.name for t in state.tools] + list(extra_tools)
+        entry.error = f"unknown tool {name!r}; available: {', '.join(available) or 'none'}"
         return entry
     if isinstance(entry.arguments, str):
         entry.error = "arguments are not valid JSON"
@@ -110,7 +115,13 @@ async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], ste
         entry.error = "invalid arguments: " + "; ".join(problems)
         return entry
     try:
-        result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
+        if (isinstance(tool.execution, FunctionRef) and tool.execution.function.type == "mcp"
+                and tool.execution.arguments is None):
+            from xflow_runtime.mcp.elicitation import call_agent_tool  # may wait for the user (input_required)
+
+            result = await call_agent_tool(run, state, tool.execution.function, entry.arguments, step)
+        else:
+            result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # reported to the model, which may recover

@@ -54,11 +54,12 @@ class TurnResult:
 
 class Turn:
     def __init__(self, run: Any, state: AIAgentState, data: Any, scope: str, counters: Counters, client: LLMClient,
-                 memory: Any = None):
+                 memory: Any = None, mcp_tools: Any = None):
         self.run, self.state, self.data, self.scope = run, state, data, scope
         self.counters = counters
         self.client = client
         self.memory = memory  # LongTermHook | None (xflow_runtime.agent.longterm_hook)
+        self.mcp_tools = mcp_tools or {}  # the visit's MCP tools by model-facing name (xflow_runtime.mcp)
         self.usage: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     async def run_turn(self, system_text: str, history: list[dict[str, Any]], user_text: str) -> TurnResult:
@@ -66,7 +67,8 @@ class Turn:
         turn_messages: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
         prefix = [{"role": "system", "content": system_text}, *history]
         tool_runs: list[ToolRun] = []
-        offered = [tool.openai_tool() for tool in state.tools] + (self.memory.tools() if self.memory else [])
+        offered = ([tool.openai_tool() for tool in state.tools] + [t.openai_tool() for t in self.mcp_tools.values()]
+                   + (self.memory.tools() if self.memory else []))
         tools = offered if offered and state.max_tool_executions > 0 else None  # memory tools share the budget
         budget = state.max_tool_executions
         while True:
@@ -81,7 +83,8 @@ class Turn:
             turn_messages.append(message)
             allowed = calls[: budget - len(tool_runs)]
             runs = await execute_tool_calls(self.run, state, allowed, scope=self.scope,
-                                            first_number=self.counters.tool_calls, memory=self.memory)
+                                            first_number=self.counters.tool_calls, memory=self.memory,
+                                            extra_tools=self.mcp_tools)
             self.counters.tool_calls += len(allowed)
             runs += [refused(call, BUDGET_SPENT.format(limit=budget)) for call in calls[len(allowed):]]
             tool_runs.extend(runs)

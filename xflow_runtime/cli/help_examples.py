@@ -41,7 +41,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "xflow serve --workflows workflows/ --db postgresql://xflow@db/xflow --workers 4",
               "xflow serve --workflows workflows/ --auth none      # loopback only",
               "xflow serve --workflows workflows/ --public-url https://flows.example.com "
-              "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback"),
+              "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback",
+              "xflow serve --workflows workflows/ --mcp --mcp-wait 10   # marked workflows as MCP tools at /mcp"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
                "xflow worker --db postgresql://xflow@db/xflow --starts-per-minute 600 --drain-seconds 30"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),

@@ -65,6 +65,10 @@ def register(subparsers: Any, name: str) -> None:
                              "answer synchronously only)")
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
+    parser.add_argument("--mcp", action="store_true",
+                        help="also serve the workflows marked xflow.mcp.expose as MCP tools at /mcp (extra [mcp])")
+    parser.add_argument("--mcp-wait", type=float, default=30.0, metavar="SECONDS",
+                        help="how long an MCP tool call waits for its run before answering a run handle")
     parser.set_defaults(handler=serve_command)
 
 
@@ -152,7 +156,11 @@ def serve_command(args: argparse.Namespace) -> int:
                                  max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
                                  request_timeout_seconds=args.request_timeout)
         app = create_app(runtime, workflows=args.workflows, auth=auth, options=options,
-                         sonataflow_routes=args.sonataflow_routes)
+                         sonataflow_routes=args.sonataflow_routes, mcp=args.mcp, mcp_host=args.host,
+                         mcp_wait_seconds=args.mcp_wait)
+    except ImportError as error:
+        print(f"xflow serve: --mcp needs the mcp extra: pip install 'xflow-runtime[mcp]' ({error})", file=sys.stderr)
+        return 2
     except (XFlowError, OSError, ValueError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2

@@ -178,6 +178,10 @@ async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callab
             await asyncio.gather(*pending, return_exceptions=True)
         return result
     finally:
+        if context.services.mcp is not None:  # no MCP connection outlives its instance
+            from xflow_runtime.mcp.connections import close_instance_connections
+
+            await close_instance_connections(context.services)
         if owned_function_context is not None:
             await owned_function_context.aclose()
 

@@ -149,6 +149,10 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
     callable_ = run.context.functions.get(ref.function.name)
     if callable_ is not None:
         effect = lambda: _call_python(callable_, ref.function.name, arguments)  # noqa: E731
+    elif ref.function.type == "mcp":  # the instance's own connections (xflow_runtime.mcp)
+        from xflow_runtime.mcp.calls import call_function
+
+        effect = lambda: call_function(run, ref.function, arguments)  # noqa: E731
     else:
         invoker = run.context.invoker
         if invoker is None:

@@ -81,6 +81,12 @@ class InstanceServices:
     reply_tokens: ReplyTokenSink | None = None
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
     agent_callbacks: "AgentCallbacks | None" = None  # asynchronous aiagentproxy states (ibid. §7)
+    #: the instance's MCP connections (xflow_runtime.mcp.connections), opened on first use and
+    #: closed when the instance's execution ends
+    mcp: Any = None
+    #: in-process MCP servers (the SDK's ``MCPServer``/``Server`` objects) by ``mcpServers`` name:
+    #: they replace that server's transport (embedding, tests; specs/mcp.md)
+    mcp_servers: "Mapping[str, Any] | None" = None
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

@@ -71,6 +71,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
     for i, raw in enumerate(as_list(document.get("functions"), "/functions")):
         function = compile_function_def(raw, auth_defs, base_dir)
         functions[function.name] = function
+    mcp_servers = _mcp_servers(document, auth_defs, functions, base_dir)
     top_timeouts_raw = document.get("timeouts")
     if isinstance(top_timeouts_raw, str):
         raise invalid("/timeouts", "the timeouts reference was not resolved by the loader")
@@ -88,6 +89,7 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         source_name=source_name,
         expression_lang=str(document.get("expressionLang", "jq")),
     )
+    ctx.extras["mcp_servers"] = mcp_servers
     states = {}
     for i, raw in enumerate(raw_states):
         tracker[0] = f"/states/{i}"
@@ -138,8 +140,28 @@ def _compile_plan(document: Mapping[str, Any], base_dir: str | None, source_name
         tracks_previous_result=_mentions(document.get("functions"), "prevActionResult")
         or _mentions(raw_states, "prevActionResult"),
         metadata=dict(document.get("metadata") or {}),
-        base_dir=base_dir, source_name=source_name, schedule=schedule,
+        base_dir=base_dir, source_name=source_name, schedule=schedule, mcp_servers=mcp_servers,
     )
+
+
+def _mcp_servers(document: Mapping[str, Any], auth_defs: Mapping[str, Any], functions: Mapping[str, Any],
+                 base_dir: str | None) -> dict[str, Any]:
+    """``mcpServers`` (our extension); every ``type: mcp`` function must name one of them. The
+    MCP package is imported only by workflows that declare servers or mcp functions."""
+    raw = document.get("mcpServers")
+    mcp_functions = [function for function in functions.values() if function.type == "mcp"]
+    if raw is None and not mcp_functions:
+        return {}
+    from xflow_runtime.mcp.config import compile_mcp_servers, split_operation
+
+    servers = compile_mcp_servers(raw, auth_defs, base_dir=base_dir,
+                                  language=str(document.get("expressionLang", "jq")))
+    for function in mcp_functions:
+        server, _ = split_operation(function.operation, function.name)
+        if server not in servers:
+            raise invalid("/functions", f"function {function.name!r}: MCP server {server!r} is not defined in "
+                                        f"mcpServers (known: {', '.join(sorted(servers)) or 'none'})")
+    return servers
 
 
 def compile_state(raw: Mapping[str, Any], ctx: CompileContext, where: str) -> State:

@@ -12,10 +12,10 @@ from typing import Any, Literal, Mapping
 
 from xflow_runtime.errors import DefinitionError
 
-FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata"]
+FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp"]
 AuthScheme = Literal["basic", "bearer", "oauth2"]
 
-FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata")
+FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp")
 AUTH_SCHEMES: tuple[str, ...] = ("basic", "bearer", "oauth2")
 HTTP_METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -106,6 +106,8 @@ def _check_operation(name: str, type_: str, operation: Any) -> None:
         raise _invalid(f"function '{name}': 'operation' must be a non-empty string")
     if type_ == "rest" and "#" not in operation:
         raise _invalid(f"function '{name}': rest operation {operation!r} must be '<openapi document>#<operationId>'")
+    if type_ == "mcp" and not _is_mcp_operation(operation):
+        raise _invalid(f"function '{name}': mcp operation {operation!r} must be '<mcpServer>#<tool>' (xflow-runtime extension)")
     if type_ == "graphql":
         parts = operation.rsplit("#", 2)
         if len(parts) != 3 or parts[1] not in ("query", "mutation") or not parts[0] or not parts[2]:
@@ -117,6 +119,11 @@ def _check_operation(name: str, type_: str, operation: Any) -> None:
         module, _, attribute = target.partition(":")
         if not module or not attribute:
             raise _invalid(f"function '{name}': custom operation {operation!r} must be 'python:package.module:function'")
+
+
+def _is_mcp_operation(operation: str) -> bool:
+    server, _, tool = operation.partition("#")
+    return bool(server) and bool(tool)
 
 
 def _check_inline_paths(name: str, operation: Mapping[str, Any]) -> None:

@@ -175,6 +175,8 @@ class WorkflowPlan:
     source_name: str | None = None
     schedule: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    #: ``mcpServers`` (xflow-runtime extension): name → :class:`xflow_runtime.mcp.config.McpServerDef`
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def workflow_id(self) -> str:

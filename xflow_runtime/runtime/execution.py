@@ -171,15 +171,21 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         evaluation_limits=services.runtime.evaluation_limits,
         telemetry=services.telemetry,
     )
-    if context.telemetry is None:
-        result = await interpret(plan, input, port=port, context=context)
-        return result.raise_for_error()
-    from xflow_runtime.telemetry.instance import traced_execution
+    try:
+        if context.telemetry is None:
+            result = await interpret(plan, input, port=port, context=context)
+            return result.raise_for_error()
+        from xflow_runtime.telemetry.instance import traced_execution
 
-    async with traced_execution(context.telemetry, plan, instance_id, port) as span:
-        result = await interpret(plan, input, port=port, context=context)
-        if not result.ok:
-            span.fail(str((result.error or {}).get("code") or "WorkflowFailed"))
+        async with traced_execution(context.telemetry, plan, instance_id, port) as span:
+            result = await interpret(plan, input, port=port, context=context)
+            if not result.ok:
+                span.fail(str((result.error or {}).get("code") or "WorkflowFailed"))
+    finally:
+        if context.services.mcp is not None:  # no MCP connection outlives its instance
+            from xflow_runtime.mcp.connections import close_instance_connections
+
+            await close_instance_connections(context.services)
     return result.raise_for_error()
 
 

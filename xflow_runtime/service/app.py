@@ -31,7 +31,8 @@ API_VERSION = "1.0.0"
 
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
-               options: ServiceOptions | None = None, sonataflow_routes: bool = False) -> FastAPI:
+               options: ServiceOptions | None = None, sonataflow_routes: bool = False,
+               mcp: bool = False, mcp_host: str = "127.0.0.1", mcp_wait_seconds: float = 30.0) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -49,6 +50,10 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
     for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
                    routes_tasks, routes_callbacks):
         app.include_router(module.router)
+    if mcp:  # the exposed workflows as MCP tools at /mcp (the mcp extra; specs/mcp.md)
+        from xflow_runtime.service import mcp_server
+
+        mcp_server.install(app, state, host=mcp_host, wait_seconds=mcp_wait_seconds)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 
@@ -92,10 +97,15 @@ def _metrics_feed(state: ServiceState) -> Any:
 
 @asynccontextmanager
 async def service_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    from contextlib import AsyncExitStack
+
     state: ServiceState = app.state.xflow
     await state.open()
     try:
-        yield
+        async with AsyncExitStack() as stack:
+            for lifespan in state.lifespans:
+                await stack.enter_async_context(lifespan())
+            yield
     finally:
         state.draining = True
         await state.runtime.close()

@@ -54,6 +54,8 @@ class ServiceState:
     workflow_of: dict[str, str] = field(default_factory=dict)  # instance id → workflow id (metrics labels)
     opened: bool = False
     _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: context managers the service lifespan enters (``--mcp``: the MCP SDK's session manager)
+    lifespans: list[Any] = field(default_factory=list)
 
     async def open(self) -> None:
         """Open the runtime (DBOS recovers pending instances) and load the definitions; run by the
