@@ -1,6 +1,7 @@
 """The ``aiagentproxy`` state handler (specs/states-human.md §7): an agent built elsewhere, behind
 the state contract, called **synchronously** through its workflow function (a ``rest`` function
-is an HTTP endpoint; a ``custom`` one Python code) or a subflow.
+is an HTTP endpoint; a ``custom`` one Python code) or a subflow; a ``type: a2a`` function is an
+A2A agent, reached by :mod:`xflow_runtime.a2a.proxy` (blocking, push or poll; specs/a2a.md).
 
 The call's arguments are ``{workflowId, agentConfig: {agentName, systemMessage},
 agentContext: {userMessage, messages: <chat-memory window>, memoryId}}``; the result is
@@ -42,13 +43,25 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
         "agentContext": {"userMessage": user_text, "messages": history,
                          "memoryId": getattr(chat_scope, "memory_id", None)},
     }
-    result = await invoke(run, Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
-    agent_outcome = _outcome(state, result)
+    if _is_a2a(state):
+        from xflow_runtime.a2a.proxy import call_agent
+
+        context_data = {key: arguments[key] for key in ("workflowId", "agentConfig", "agentContext")}
+        agent_outcome = await call_agent(state, run, scope, user_text, context_data)
+    else:
+        result = await invoke(run, Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
+        agent_outcome = _outcome(state, result)
     await store.append(chat_scope, [{"role": "user", "content": user_text},
                                     {"role": "assistant", "content": agent_outcome["log"]}],
                        model=_WINDOW_MODEL, step=f"{scope}/memory-append:1")
     bound = outcome_variables(variables, agent_outcome)
     outcome = await select_outcome(state.outcomes, data, bound)
+    if outcome is None and agent_outcome.get("status") == "input-required":
+        from xflow_runtime.a2a import INPUT_REQUIRED
+
+        raise WorkflowError(f"agent '{state.agent_name}' needs input ({agent_outcome['log']}) and no outcome "
+                            "routes $agentOutcome.status == \"input-required\"", code=INPUT_REQUIRED,
+                            details={"taskId": agent_outcome.get("taskId"), "question": agent_outcome["log"]})
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
@@ -58,6 +71,11 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     else:
         data, exit_ = await apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
     return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
+
+
+def _is_a2a(state: AgentProxyState) -> bool:
+    function = getattr(state.execution, "function", None)
+    return function is not None and function.type == "a2a"
 
 
 def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:

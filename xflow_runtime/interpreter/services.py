@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union
 
 if TYPE_CHECKING:
+    from xflow_runtime.a2a.settings import A2ASettings
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.llm.client import LLMClient, LLMSettings
     from xflow_runtime.memory.chat import ChatMemory
@@ -73,6 +74,7 @@ class InstanceServices:
     long_term_memory: "LongTermMemoryService | None" = None
     reply_tokens: ReplyTokenSink | None = None
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
+    a2a: "A2ASettings | None" = None  # push callbacks of aiagentproxy over A2A (specs/a2a.md)
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

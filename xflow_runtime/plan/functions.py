@@ -12,10 +12,11 @@ from typing import Any, Literal, Mapping
 
 from xflow_runtime.errors import DefinitionError
 
-FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata"]
+FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "a2a"]
 AuthScheme = Literal["basic", "bearer", "oauth2"]
 
-FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata")
+#: ``a2a`` is our extension: an Agent2Agent agent by its card URL (specs/a2a.md).
+FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "a2a")
 AUTH_SCHEMES: tuple[str, ...] = ("basic", "bearer", "oauth2")
 HTTP_METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -106,6 +107,9 @@ def _check_operation(name: str, type_: str, operation: Any) -> None:
         raise _invalid(f"function '{name}': 'operation' must be a non-empty string")
     if type_ == "rest" and "#" not in operation:
         raise _invalid(f"function '{name}': rest operation {operation!r} must be '<openapi document>#<operationId>'")
+    if type_ == "a2a" and not operation.split("#", 1)[0].strip().startswith(("http://", "https://")):
+        raise _invalid(f"function '{name}': a2a operation {operation!r} must be the agent card's http(s) URL "
+                       "(or the agent's base URL)")
     if type_ == "graphql":
         parts = operation.rsplit("#", 2)
         if len(parts) != 3 or parts[1] not in ("query", "mutation") or not parts[0] or not parts[2]:
