@@ -71,6 +71,7 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
     started = await run.port.now()
     reply = await step("a2a-send", send)
     task_id = (reply.get("task") or {}).get("id")
+    run.record("a2a_task", state=state.name, call=call_id, task_id=task_id, status=_status(reply))
     reads = 0
     interval = state.a2a_poll_interval or DEFAULT_POLL
     while not outcome.is_settled(reply):
@@ -81,6 +82,7 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
             raise WorkflowError(f"agent '{state.agent_name}': the A2A task did not settle within {wait_bound:g} s",
                                 name="timeout", code="timeout", details={"taskId": task_id})
         pause = interval if remaining is None else min(interval, remaining)
+        woken = None
         if mode == "push":
             woken = await run.port.wait_event(topic, pause)
             if woken is not None and woken.get("taskId") != task_id:
@@ -88,10 +90,13 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
                 continue
         else:
             await run.port.sleep(pause)
-        interval = min(interval * 2, max(MAX_INTERVAL, state.a2a_poll_interval or 0))
+        if woken is None:
+            interval = min(interval * 2, max(MAX_INTERVAL, state.a2a_poll_interval or 0))
         reads += 1
         reply = await step(f"a2a-get:{reads}", {ENVELOPE: "get", "card": card, "taskId": task_id})
-    status = outcome.STATUS_NAMES.get(outcome.task_state(reply), "unknown")
+        run.record("a2a_task_read", state=state.name, call=call_id, read=reads, status=_status(reply),
+                   woken_by="timer" if woken is None else "callback")
+    status = _status(reply)
     run.record("a2a_call_ended", state=state.name, call=call_id, status=status, task_id=task_id)
     task = reply.get("task") or {}
     if status == "input-required":
@@ -99,6 +104,10 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
     else:
         pending.pop(state.agent_name, None)
     return outcome.agent_outcome(state.agent_name, reply)
+
+
+def _status(reply: Mapping[str, Any]) -> str:
+    return outcome.STATUS_NAMES.get(outcome.task_state(reply), "unknown")
 
 
 def _mode(state: Any, card: Mapping[str, Any], run: Any) -> str:

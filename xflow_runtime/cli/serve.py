@@ -6,8 +6,10 @@ The durable engine runs every instance (SQLite under ``./.xflow/`` by default, P
 (default) accepts API keys made with ``xflow keys create``; ``--auth jwt`` bearer JWTs checked
 with ``--jwt-secret`` (HS256), ``--jwt-public-key FILE`` or ``--jwt-jwks FILE`` (RS256); both can
 be combined (``--auth keys,jwt``). ``--auth none`` is refused on anything but a loopback host.
-SIGTERM drains: ``/readyz`` answers 503, new starts and events are refused, open requests get
-``--drain-seconds`` to finish, then instances stop at a durable point and resume on the next start.
+``--a2a`` serves agent workflows as A2A agents; ``--a2a-callback-secret-env`` lets ``aiagentproxy``
+states wait for A2A push callbacks (specs/a2a.md). SIGTERM drains: ``/readyz`` answers 503, new
+starts and events are refused, open requests get ``--drain-seconds`` to finish, then instances stop
+at a durable point and resume on the next start.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--drain-seconds", type=float, default=10.0)
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
+    parser.add_argument("--a2a", action="store_true",
+                        help="serve the workflows marked 'xflow.a2a.expose' as A2A agents (/a2a/agents/<id>/)")
+    parser.add_argument("--a2a-callback-url", metavar="URL", default=None,
+                        help="public base URL A2A agents send push callbacks to (default http://HOST:PORT "
+                             "when --a2a-callback-secret-env is given)")
+    parser.add_argument("--a2a-callback-secret-env", metavar="VAR", default=None,
+                        help="environment variable holding the secret (≥ 32 bytes) that A2A callback tokens "
+                             "derive from; enables push mode for aiagentproxy")
     parser.set_defaults(handler=serve_command)
 
 
@@ -88,6 +98,25 @@ def build_auth(args: argparse.Namespace, database_url: str | None) -> Any:
     return Authenticator(keys=keys, jwt_settings=jwt_settings)
 
 
+def a2a_settings(args: argparse.Namespace) -> Any:
+    """Push callbacks for A2A agents (specs/a2a.md §3): only with a secret, which must stay the same
+    across restarts for the callbacks of waits made before one."""
+    if not args.a2a_callback_secret_env:
+        if args.a2a_callback_url:
+            raise XFlowError("--a2a-callback-url needs --a2a-callback-secret-env")
+        return None
+    from xflow_runtime.a2a.settings import A2ASettings
+
+    secret = os.environ.get(args.a2a_callback_secret_env)
+    if not secret:
+        raise XFlowError(f"${args.a2a_callback_secret_env} is not set")
+    try:
+        return A2ASettings(callback_url=args.a2a_callback_url or f"http://{args.host}:{args.port}",
+                           callback_secret=secret)
+    except ValueError as error:
+        raise XFlowError(str(error)) from None
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -106,7 +135,7 @@ def serve_command(args: argparse.Namespace) -> int:
             from xflow_runtime.llm.client import LLMSettings
 
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
-        runtime = Runtime("durable", database_url=args.db, llm=llm)
+        runtime = Runtime("durable", database_url=args.db, llm=llm, a2a=a2a_settings(args))
         app = create_app(runtime, workflows=args.workflows, auth=auth,
                          options=ServiceOptions(max_body_bytes=args.max_body_bytes),
                          sonataflow_routes=args.sonataflow_routes)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import (routes_chat, routes_events, routes_instances, routes_memory, routes_ops,
-                                   routes_privacy, routes_tasks)
+from xflow_runtime.service import (routes_a2a_callbacks, routes_chat, routes_events, routes_instances,
+                                   routes_memory, routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -49,6 +49,8 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
     for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
                    routes_tasks):
         app.include_router(module.router)
+    if runtime.a2a is not None and runtime.a2a.push_ready:  # A2A agents' push callbacks (specs/a2a.md §3)
+        app.include_router(routes_a2a_callbacks.router)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 
