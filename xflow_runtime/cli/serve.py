@@ -138,7 +138,7 @@ def serve_command(args: argparse.Namespace) -> int:
         runtime = Runtime("durable", database_url=args.db, llm=llm, a2a=a2a_settings(args))
         app = create_app(runtime, workflows=args.workflows, auth=auth,
                          options=ServiceOptions(max_body_bytes=args.max_body_bytes),
-                         sonataflow_routes=args.sonataflow_routes)
+                         sonataflow_routes=args.sonataflow_routes, a2a_agents=args.a2a)
     except (XFlowError, OSError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2

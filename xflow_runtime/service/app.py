@@ -31,7 +31,8 @@ API_VERSION = "1.0.0"
 
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
-               options: ServiceOptions | None = None, sonataflow_routes: bool = False) -> FastAPI:
+               options: ServiceOptions | None = None, sonataflow_routes: bool = False,
+               a2a_agents: bool = False) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -51,6 +52,10 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
         app.include_router(module.router)
     if runtime.a2a is not None and runtime.a2a.push_ready:  # A2A agents' push callbacks (specs/a2a.md §3)
         app.include_router(routes_a2a_callbacks.router)
+    if a2a_agents:  # the exposed agent workflows as A2A agents (specs/a2a.md §5)
+        from xflow_runtime.service.a2a_server import mount_a2a_agents
+
+        mount_a2a_agents(app, state)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 
