@@ -82,3 +82,34 @@ def start_and_wait(service: ServiceProcess, workflow_id: str, request: str, wait
                           headers={**service_token(), "Prefer": f"wait={wait}"}, timeout=wait + 30)
     assert response.status_code in (200, 201), response.text
     return response.json()
+
+
+class WebhookReceiver:
+    """A plain HTTP server on 127.0.0.1 that records every POST (headers and JSON body)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        received: list[dict[str, Any]] = []
+        self.received = received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                received.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                 "body": json.loads(self.rfile.read(length) or b"null")})
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

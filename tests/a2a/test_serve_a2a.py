@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
+import time
 import uuid
 from pathlib import Path
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ from typing import Any, AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.a2a.support import ServiceProcess
+from tests.a2a.support import ServiceProcess, WebhookReceiver
 from tests.service.support import assert_problem, bearer, jwt_token
 from xflow_runtime.testing import ScriptedModelServer
 
@@ -37,7 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, model_server: ScriptedModel
     root = tmp_path_factory.mktemp("served")
     shutil.copytree(SERVED, root / "workflows")
     process = ServiceProcess(root / "workflows", f"sqlite:///{root / 'store' / 'xflow.sqlite'}", auth="jwt",
-                             llm_api_base=model_server.api_base, extra=["--a2a"]).start()
+                             llm_api_base=model_server.api_base, extra=["--a2a", "--a2a-allow-private-webhooks"]).start()
     yield process
     process.stop()
 
@@ -194,3 +195,61 @@ def test_a_task_is_cancelled_once_and_unseen_by_others(served: ServiceProcess) -
                 await client.get_task(GetTaskRequest(id="no-such-task"))
 
     asyncio.run(scenario())
+
+
+def test_push_notifications_reach_the_callers_webhook_with_its_credentials(served: ServiceProcess) -> None:
+    from a2a.types import (AuthenticationInfo, DeleteTaskPushNotificationConfigRequest,
+                           GetTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
+                           TaskPushNotificationConfig)
+    from a2a.utils.errors import A2AError
+
+    receiver = WebhookReceiver()
+    try:
+        async def scenario() -> tuple[str, list[str]]:
+            async with _client(served, "slow-echo") as client, \
+                    _client(served, "slow-echo", headers=_auth("b", "bob")) as other:
+                config = TaskPushNotificationConfig(url=receiver.url + "/hook", token="tok-1",
+                                                    authentication=AuthenticationInfo(scheme="Bearer",
+                                                                                      credentials="cred"))
+                [reply] = await _send(client, _message("push me"), return_immediately=True,
+                                      task_push_notification_config=config)
+                task_id = reply.task.id
+                second = await client.create_task_push_notification_config(TaskPushNotificationConfig(
+                    task_id=task_id, id="second", url=receiver.url + "/second"))
+                assert second.id == "second"
+                listed = await client.list_task_push_notification_configs(
+                    ListTaskPushNotificationConfigsRequest(task_id=task_id))
+                ids = sorted(c.id for c in listed.configs)
+                got = await client.get_task_push_notification_config(
+                    GetTaskPushNotificationConfigRequest(task_id=task_id, id="second"))
+                assert got.url == receiver.url + "/second"
+                with pytest.raises(A2AError):  # another tenant sees no configs of the task
+                    await other.list_task_push_notification_configs(
+                        ListTaskPushNotificationConfigsRequest(task_id=task_id))
+                await client.delete_task_push_notification_config(
+                    DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="second"))
+                return task_id, ids
+
+        task_id, ids = asyncio.run(scenario())
+        assert len(ids) == 2 and "second" in ids
+        deadline = time.monotonic() + 60
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # nothing more arrives: the deleted config gets nothing
+        [delivery] = receiver.received
+        assert delivery["path"] == "/hook"
+        assert delivery["headers"]["x-a2a-notification-token"] == "tok-1"
+        assert delivery["headers"]["authorization"] == "Bearer cred"
+        task = delivery["body"]["task"]
+        assert task["id"] == task_id and task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["artifacts"][0]["parts"][0]["data"] == {"response": "slept on push me"}
+    finally:
+        receiver.close()
+
+
+def test_loopback_and_private_webhooks_are_refused_by_default() -> None:
+    from xflow_runtime.service.a2a_push import url_allowed
+
+    for url in ("http://127.0.0.1:9/x", "http://10.0.0.1/x", "http://169.254.169.254/latest", "ftp://example.com/x"):
+        assert asyncio.run(url_allowed(url, False)) is False, url
+    assert asyncio.run(url_allowed("http://127.0.0.1:9/x", True)) is True

@@ -50,6 +50,8 @@ def register(subparsers: Any, name: str) -> None:
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
     parser.add_argument("--a2a", action="store_true",
                         help="serve the workflows marked 'xflow.a2a.expose' as A2A agents (/a2a/agents/<id>/)")
+    parser.add_argument("--a2a-allow-private-webhooks", action="store_true",
+                        help="with --a2a: also push to loopback/private webhook URLs (tests, closed networks)")
     parser.add_argument("--a2a-callback-url", metavar="URL", default=None,
                         help="public base URL A2A agents send push callbacks to (default http://HOST:PORT "
                              "when --a2a-callback-secret-env is given)")
@@ -137,7 +139,8 @@ def serve_command(args: argparse.Namespace) -> int:
             llm = LLMSettings(api_base=args.llm_api_base, api_key=os.environ.get("XFLOW_LLM_API_KEY"))
         runtime = Runtime("durable", database_url=args.db, llm=llm, a2a=a2a_settings(args))
         app = create_app(runtime, workflows=args.workflows, auth=auth,
-                         options=ServiceOptions(max_body_bytes=args.max_body_bytes),
+                         options=ServiceOptions(max_body_bytes=args.max_body_bytes,
+                                                a2a_private_webhooks=args.a2a_allow_private_webhooks),
                          sonataflow_routes=args.sonataflow_routes, a2a_agents=args.a2a)
     except (XFlowError, OSError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)

@@ -10,14 +10,18 @@
   ``TaskNotFoundError`` for anyone else).
 - ``SendStreamingMessage``/``SubscribeToTask``: the Task, then status (and, on completion, the
   output artifact) events until the task settles.
-- Push notification configs are not offered yet (the card says so); ``ListTasks`` neither."""
+- Push notification configs: in ``SendMessage``'s configuration (saved before the task starts, so
+  no change is missed) or by the config methods; delivered by :mod:`a2a_push`. ``ListTasks`` is
+  not offered (``GET /v1/instances`` is)."""
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import ExitStack
 from typing import Any, AsyncGenerator
 
 from xflow_runtime.service import a2a_tasks
+from xflow_runtime.service.a2a_push import PushDispatcher
 from xflow_runtime.service.live import TERMINAL_RECORDS
 from xflow_runtime.service.problems import Problem
 from xflow_runtime.service.state import ServiceState
@@ -29,9 +33,20 @@ _SETTLED_RECORDS = ("agent_reply", *TERMINAL_RECORDS)
 _STREAM_POLL = 15.0
 
 
-def workflow_agent(state: ServiceState, workflow_id: str) -> Any:
+async def task_view(state: ServiceState, task_id: str, row: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+    """(the Task JSON of an instance, its ``views`` status)."""
+    row = row or await state.runtime.status_row(task_id)
+    assert row is not None
+    status = status_of(row, await state.last_event(task_id))
+    described = await state.describe(task_id) if status in ("completed", "failed") else {}
+    reply = await _last_reply(state, task_id) if status == "waiting" else None
+    return a2a_tasks.task_json(row, status, described, reply), status
+
+
+def workflow_agent(state: ServiceState, workflow_id: str, push: PushDispatcher) -> Any:
     from a2a.server.request_handlers.request_handler import RequestHandler
-    from a2a.types import Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+    from a2a.types import (ListTaskPushNotificationConfigsResponse, Task, TaskArtifactUpdateEvent,
+                           TaskPushNotificationConfig, TaskStatusUpdateEvent)
     from a2a.utils import errors
     from google.protobuf.json_format import MessageToDict, ParseDict
 
@@ -46,16 +61,27 @@ def workflow_agent(state: ServiceState, workflow_id: str) -> Any:
                 raise errors.TaskNotFoundError(message=f"no task {task_id}") from None
             if row.get("workflow") != workflow_id:
                 raise errors.TaskNotFoundError(message=f"no task {task_id}")
-            status = status_of(row, await state.last_event(task_id))
-            described = await state.describe(task_id) if status in ("completed", "failed") else {}
-            reply = await _last_reply(state, task_id) if status == "waiting" else None
-            return a2a_tasks.task_json(row, status, described, reply), status
+            return await task_view(state, task_id, row)
+
+        async def _push_config(self, principal: Any, task_id: str, config: Any) -> dict[str, Any]:
+            from xflow_runtime.service.a2a_push import url_allowed
+
+            wanted = MessageToDict(config)
+            if not wanted.get("url") or not await url_allowed(wanted["url"], push.allow_private):
+                raise errors.InvalidParamsError(message="the push notification URL is not allowed "
+                                                        "(http(s), and no loopback, private or link-local host)")
+            saved = await asyncio.to_thread(push.configs.put, principal.tenant, task_id, wanted)
+            await push.watch(task_id)
+            return saved
 
         async def _accept(self, params: Any, context: Any, stack: ExitStack) -> tuple[str, Any, int | None]:
             """Start or continue the task: (task id, its hub subscription opened before acting, and
             for a continuation the last record's seq before the message, else ``None``)."""
             principal = context.state["principal"]
             message = MessageToDict(params.message)
+            push_config = None
+            if params.HasField("configuration") and params.configuration.HasField("task_push_notification_config"):
+                push_config = params.configuration.task_push_notification_config
             parts = message.get("parts") or []
             if state.draining:
                 raise errors.UnsupportedOperationError(message="the service is shutting down")
@@ -71,6 +97,8 @@ def workflow_agent(state: ServiceState, workflow_id: str) -> Any:
                 if not state.hub.claim_turn(task_id):
                     raise errors.UnsupportedOperationError(message=f"task {task_id} is answering another message")
                 try:
+                    if push_config is not None:
+                        await self._push_config(principal, task_id, push_config)
                     after = state.hub.max_seq(task_id)
                     if after is None:
                         records = await state.runtime.history(task_id)
@@ -89,6 +117,8 @@ def workflow_agent(state: ServiceState, workflow_id: str) -> Any:
             task_id = a2a_tasks.task_id_for(principal.tenant, principal.user, workflow_id,
                                             message.get("messageId") or "")
             subscription = stack.enter_context(state.hub.subscribe(task_id))
+            if push_config is not None:
+                await self._push_config(principal, task_id, push_config)
             if await state.runtime.status_row(task_id) is None:
                 labels = {a2a_tasks.CONTEXT_LABEL: message.get("contextId") or task_id}
                 await state.runtime.start(definition.plan, data, instance_id=task_id, tenant=principal.tenant,
@@ -169,16 +199,30 @@ def workflow_agent(state: ServiceState, workflow_id: str) -> Any:
             raise errors.UnsupportedOperationError(message="ListTasks is not offered; use GET /v1/instances")
 
         async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
-            raise errors.PushNotificationNotSupportedError()
+            principal = context.state["principal"]
+            await self._view(principal, params.task_id)
+            saved = await self._push_config(principal, params.task_id, params)
+            return ParseDict(saved, TaskPushNotificationConfig())
+
+        async def _configs(self, principal: Any, task_id: str) -> list[dict[str, Any]]:
+            await self._view(principal, task_id)
+            return await asyncio.to_thread(push.configs.list, principal.tenant, task_id)
 
         async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
-            raise errors.PushNotificationNotSupportedError()
+            for config in await self._configs(context.state["principal"], params.task_id):
+                if config["id"] == params.id:
+                    return ParseDict(config, TaskPushNotificationConfig())
+            raise errors.TaskNotFoundError(message=f"no push notification config {params.id} for task {params.task_id}")
 
         async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
-            raise errors.PushNotificationNotSupportedError()
+            configs = await self._configs(context.state["principal"], params.task_id)
+            return ListTaskPushNotificationConfigsResponse(
+                configs=[ParseDict(config, TaskPushNotificationConfig()) for config in configs])
 
         async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> None:
-            raise errors.PushNotificationNotSupportedError()
+            principal = context.state["principal"]
+            await self._view(principal, params.task_id)
+            await asyncio.to_thread(push.configs.delete, principal.tenant, params.task_id, params.id)
 
         async def on_get_extended_agent_card(self, params: Any, context: Any) -> Any:
             raise errors.ExtendedAgentCardNotConfiguredError()

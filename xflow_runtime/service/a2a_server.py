@@ -23,15 +23,33 @@ CARD_PATH = "/.well-known/agent-card.json"
 
 
 def mount_a2a_agents(app: Any, state: ServiceState) -> None:
-    app.mount(PREFIX, A2AAgents(state))
+    from xflow_runtime.runtime.memory import chat_memory_url
+    from xflow_runtime.service.a2a_handler import task_view
+    from xflow_runtime.service.a2a_push import PushConfigs, PushDispatcher
+
+    async def view(task_id: str) -> dict[str, Any]:
+        return (await task_view(state, task_id))[0]
+
+    url = state.runtime.chat_memory_url or chat_memory_url(state.runtime.database_url)
+    push = PushDispatcher(PushConfigs(url), view, allow_private=state.options.a2a_private_webhooks)
+    previous = state.hub.on_new_record
+
+    def on_record(instance_id: str, record: dict[str, Any]) -> None:
+        if previous is not None:
+            previous(instance_id, record)
+        push.on_record(instance_id, record)
+
+    state.hub.on_new_record = on_record
+    app.mount(PREFIX, A2AAgents(state, push))
 
 
 class A2AAgents:
     """ASGI app: ``/<workflowId>/…`` → that workflow's card or its JSON-RPC endpoint (one SDK
     route set per workflow revision, built on first use)."""
 
-    def __init__(self, state: ServiceState) -> None:
+    def __init__(self, state: ServiceState, push: Any) -> None:
         self.state = state
+        self.push = push
         self._apps: dict[tuple[str, int], Any] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -69,7 +87,7 @@ class A2AAgents:
             from a2a.server.routes import create_jsonrpc_routes
             from starlette.applications import Starlette
 
-            handler = WorkflowAgent(self.state, definition.workflow_id)
+            handler = WorkflowAgent(self.state, definition.workflow_id, self.push)
             app = Starlette(routes=create_jsonrpc_routes(handler, rpc_url="/", context_builder=_ContextBuilder(),
                                                          enable_v0_3_compat=True))
             self._apps = {k: v for k, v in self._apps.items() if k[0] != definition.workflow_id}
@@ -88,7 +106,7 @@ def agent_card_json(definition: Any, url: str) -> dict[str, Any]:
     return {"name": plan.name or definition.workflow_id, "description": description,
             "version": definition.version or str(definition.revision),
             "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-            "capabilities": {"streaming": True, "pushNotifications": False},
+            "capabilities": {"streaming": True, "pushNotifications": True},
             "defaultInputModes": ["text/plain", "application/json"], "defaultOutputModes": ["application/json"],
             "skills": [skill],
             "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
@@ -107,7 +125,7 @@ def _ContextBuilder() -> Any:  # noqa: N802  (a class made on first use: the SDK
     return ContextBuilder()
 
 
-def WorkflowAgent(state: ServiceState, workflow_id: str) -> Any:  # noqa: N802
+def WorkflowAgent(state: ServiceState, workflow_id: str, push: Any) -> Any:  # noqa: N802
     from xflow_runtime.service.a2a_handler import workflow_agent
 
-    return workflow_agent(state, workflow_id)
+    return workflow_agent(state, workflow_id, push)

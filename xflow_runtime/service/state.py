@@ -25,6 +25,8 @@ class ServiceOptions:
     max_wait_seconds: float = 60.0     # Prefer: wait=N on a start is capped here
     reply_timeout_seconds: float = 120.0  # a chat message waits this long for the reply
     heartbeat_seconds: float = 15.0
+    #: ``xflow serve --a2a``: deliver push notifications to loopback/private webhooks too (tests).
+    a2a_private_webhooks: bool = False
 
 
 @dataclass
