@@ -3,7 +3,9 @@ the state contract, called through its workflow function (a ``rest`` function is
 endpoint; a ``custom`` one Python code) or a subflow. It answers synchronously (the function's
 result), or acknowledges and answers later on the callback endpoint: when the runtime has
 callback settings the call also carries ``requestId``, ``callbackUrl`` (with a signed token) and
-``callbackToken``, and the state waits durably for the answer (:mod:`.proxy_callbacks`).
+``callbackToken``, and the state waits durably for the answer (:mod:`.proxy_callbacks`). A
+``type: a2a`` function is an A2A agent, reached by :mod:`xflow_runtime.a2a.proxy` (blocking, push or poll;
+specs/a2a.md).
 
 The call's arguments are ``{workflowId, agentConfig: {agentName, systemMessage},
 agentContext: {userMessage, messages: <chat-memory window>, memoryId}}``; the result is
@@ -47,6 +49,38 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
         "agentContext": {"userMessage": user_text, "messages": history,
                          "memoryId": getattr(chat_scope, "memory_id", None)},
     }
+    if _is_a2a(state):
+        from xflow_runtime.a2a.proxy import call_agent
+
+        context_data = {key: arguments[key] for key in ("workflowId", "agentConfig", "agentContext")}
+        agent_outcome = await call_agent(state, run, scope, user_text, context_data)
+    else:
+        agent_outcome = _outcome(state, await _call(state, run, scope, arguments))
+    await store.append(chat_scope, [{"role": "user", "content": user_text},
+                                    {"role": "assistant", "content": agent_outcome["log"]}],
+                       model=_WINDOW_MODEL, step=f"{scope}/memory-append:1")
+    bound = outcome_variables(variables, agent_outcome)
+    outcome = await select_outcome(state.outcomes, data, bound)
+    if outcome is None and agent_outcome.get("status") == "input-required":
+        from xflow_runtime.a2a import INPUT_REQUIRED
+
+        raise WorkflowError(f"agent '{state.agent_name}' needs input ({agent_outcome['log']}) and no outcome "
+                            "routes $agentOutcome.status == \"input-required\"", code=INPUT_REQUIRED,
+                            details={"taskId": agent_outcome.get("taskId"), "question": agent_outcome["log"]})
+    if outcome is None:
+        if state.exit is None:
+            raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
+                                code="AgentNoOutcome")
+        data = await apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
+        exit_ = None
+    else:
+        data, exit_ = await apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
+    return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
+
+
+async def _call(state: AgentProxyState, run: Any, scope: str, arguments: dict[str, Any]) -> Any:
+    """The agent's answer through xFlow's own contract: the function's result, or (acknowledged)
+    what the callback later delivers."""
     callbacks = getattr(run.context.services, "agent_callbacks", None)
     waiting = None
     if callbacks is not None and callbacks.enabled:
@@ -59,26 +93,12 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
                                 "runtime takes no callbacks: give it callback settings (xflow serve "
                                 "--callback-secret-env)", code="AgentProxyNoCallback")
         run.record("agent_proxy_waiting", state=state.name, request_id=waiting.request_id)
-        result = await _wait(state, run, scope, callbacks.store, waiting)
-    elif waiting is not None:  # answered synchronously: a later callback for the request is refused
+        return await _wait(state, run, scope, callbacks.store, waiting)
+    if waiting is not None:  # answered synchronously: a later callback for the request is refused
         answered = result
         await run.port.run_step(f"{scope}/request-close",
                                 lambda: asyncio.to_thread(callbacks.store.close_answered, waiting.request_id, answered))
-    agent_outcome = _outcome(state, result)
-    await store.append(chat_scope, [{"role": "user", "content": user_text},
-                                    {"role": "assistant", "content": agent_outcome["log"]}],
-                       model=_WINDOW_MODEL, step=f"{scope}/memory-append:1")
-    bound = outcome_variables(variables, agent_outcome)
-    outcome = await select_outcome(state.outcomes, data, bound)
-    if outcome is None:
-        if state.exit is None:
-            raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
-                                code="AgentNoOutcome")
-        data = await apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
-        exit_ = None
-    else:
-        data, exit_ = await apply_outcome_filter(outcome.filter, data, agent_outcome, bound), outcome.exit
-    return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
+    return result
 
 
 @dataclass(frozen=True)
@@ -144,6 +164,11 @@ def _answered(state: AgentProxyState, answer: Mapping[str, Any]) -> Any:
         raise WorkflowError(f"agent '{state.agent_name}' failed: {error.get('message')}",
                             code=error.get("code") or "AgentProxyFailed")
     return answer
+
+
+def _is_a2a(state: AgentProxyState) -> bool:
+    function = getattr(state.execution, "function", None)
+    return function is not None and function.type == "a2a"
 
 
 def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:

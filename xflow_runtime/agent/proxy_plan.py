@@ -22,6 +22,9 @@ class AgentProxyState(State):
     execution: FunctionRef | SubFlowRef
     outcomes: tuple[AgentOutcome, ...] = ()
     data_filter: JqExpression | None = None
+    #: ``execution.mode`` / ``execution.pollInterval`` (seconds) of an A2A agent (specs/a2a.md).
+    a2a_mode: str | None = None
+    a2a_poll_interval: float | None = None
 
 
 def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
@@ -36,11 +39,33 @@ def compile_agent_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) 
         raise invalid(where, "without outcomes, or with a finishing outcome without a transition, the state needs "
                              "its own 'transition' or 'end'")
     memory_id = raw.get("memoryId")
+    execution = _execution(require(raw, "execution", where), agent_name, ctx, f"{where}/execution")
+    a2a_mode, poll_interval = _a2a_options(raw["execution"], execution, f"{where}/execution")
     return AgentProxyState(
         **common, agent_name=agent_name,
         system_message=compile_prompt(raw["systemMessage"], f"{where}/systemMessage") if raw.get("systemMessage") else None,
         user_message=compile_prompt(require(raw, "userMessage", where), f"{where}/userMessage"),
         memory=_memory({"memoryId": memory_id} if memory_id else None, f"{where}/memoryId"),
-        execution=_execution(require(raw, "execution", where), agent_name, ctx, f"{where}/execution"),
+        execution=execution, a2a_mode=a2a_mode, a2a_poll_interval=poll_interval,
         outcomes=outcomes, data_filter=ctx.expression(raw.get("dataFilter"), f"{where}/dataFilter"),
     )
+
+
+def _a2a_options(raw: Any, execution: FunctionRef | SubFlowRef, where: str) -> tuple[str | None, float | None]:
+    """``mode`` (blocking | push | poll) and ``pollInterval``: only for a ``type: a2a`` function."""
+    from xflow_runtime.a2a import MODES
+    from xflow_runtime.plan.durations import parse_duration
+
+    mode, interval = raw.get("mode"), raw.get("pollInterval")
+    if mode is None and interval is None:
+        return None, None
+    if not (isinstance(execution, FunctionRef) and execution.function is not None
+            and execution.function.type == "a2a"):
+        raise invalid(where, "'mode' and 'pollInterval' are for a functionRef to a 'type: a2a' function")
+    if mode is not None and mode not in MODES:
+        raise invalid(f"{where}/mode", f"expected one of {', '.join(MODES)}, found {mode!r}")
+    seconds = None if interval is None else parse_duration(interval, where=f"{where}/pollInterval")
+    if seconds is not None and seconds <= 0:
+        raise invalid(f"{where}/pollInterval", "must be longer than zero")
+    return mode, seconds
+

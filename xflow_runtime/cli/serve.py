@@ -6,8 +6,10 @@ The durable engine runs every instance (SQLite under ``./.xflow/`` by default, P
 (default) accepts API keys made with ``xflow keys create``; ``--auth jwt`` bearer JWTs checked
 with ``--jwt-secret`` (HS256), ``--jwt-public-key FILE`` or ``--jwt-jwks FILE`` (RS256); both can
 be combined (``--auth keys,jwt``). ``--auth none`` is refused on anything but a loopback host.
-SIGTERM drains: ``/readyz`` answers 503, new starts and events are refused, open requests get
-``--drain-seconds`` to finish, then instances stop at a durable point and resume on the next start.
+``--a2a`` serves agent workflows as A2A agents; ``--a2a-callback-secret-env`` lets ``aiagentproxy``
+states wait for A2A push callbacks (specs/a2a.md). SIGTERM drains: ``/readyz`` answers 503, new
+starts and events are refused, open requests get ``--drain-seconds`` to finish, then instances stop
+at a durable point and resume on the next start.
 """
 
 from __future__ import annotations
@@ -69,6 +71,16 @@ def register(subparsers: Any, name: str) -> None:
                         help="also serve the workflows marked xflow.mcp.expose as MCP tools at /mcp (extra [mcp])")
     parser.add_argument("--mcp-wait", type=float, default=30.0, metavar="SECONDS",
                         help="how long an MCP tool call waits for its run before answering a run handle")
+    parser.add_argument("--a2a", action="store_true",
+                        help="serve the workflows marked 'xflow.a2a.expose' as A2A agents (/a2a/agents/<id>/)")
+    parser.add_argument("--a2a-allow-private-webhooks", action="store_true",
+                        help="with --a2a: also push to loopback/private webhook URLs (tests, closed networks)")
+    parser.add_argument("--a2a-callback-url", metavar="URL", default=None,
+                        help="public base URL A2A agents send push callbacks to (default http://HOST:PORT "
+                             "when --a2a-callback-secret-env is given)")
+    parser.add_argument("--a2a-callback-secret-env", metavar="VAR", default=None,
+                        help="environment variable holding the secret (≥ 32 bytes) that A2A callback tokens "
+                             "derive from; enables push mode for aiagentproxy")
     parser.set_defaults(handler=serve_command)
 
 
@@ -126,6 +138,25 @@ def callback_settings(args: argparse.Namespace) -> Any:
     return CallbackSettings(base_url=args.public_url or f"http://{host}:{args.port}", secrets=(secret,))
 
 
+def a2a_settings(args: argparse.Namespace) -> Any:
+    """Push callbacks for A2A agents (specs/a2a.md §3): only with a secret, which must stay the same
+    across restarts for the callbacks of waits made before one."""
+    if not args.a2a_callback_secret_env:
+        if args.a2a_callback_url:
+            raise XFlowError("--a2a-callback-url needs --a2a-callback-secret-env")
+        return None
+    from xflow_runtime.a2a.settings import A2ASettings
+
+    secret = os.environ.get(args.a2a_callback_secret_env)
+    if not secret:
+        raise XFlowError(f"${args.a2a_callback_secret_env} is not set")
+    try:
+        return A2ASettings(callback_url=args.a2a_callback_url or f"http://{args.host}:{args.port}",
+                           callback_secret=secret)
+    except ValueError as error:
+        raise XFlowError(str(error)) from None
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -151,13 +182,15 @@ def serve_command(args: argparse.Namespace) -> int:
             if args.workers < 1 or args.llm_script:
                 raise XFlowError("--workers takes N ≥ 1 and a gateway (--llm-api-base), not --llm-script")
             fleet = FleetOptions(run_instances=False)  # this process starts instances; workers run them
-        runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet, callbacks=callback_settings(args))
+        runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet, callbacks=callback_settings(args),
+                          a2a=a2a_settings(args))
         options = ServiceOptions(max_body_bytes=args.max_body_bytes, body_timeout_seconds=args.body_timeout,
                                  max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
-                                 request_timeout_seconds=args.request_timeout)
+                                 request_timeout_seconds=args.request_timeout,
+                                 a2a_private_webhooks=args.a2a_allow_private_webhooks)
         app = create_app(runtime, workflows=args.workflows, auth=auth, options=options,
                          sonataflow_routes=args.sonataflow_routes, mcp=args.mcp, mcp_host=args.host,
-                         mcp_wait_seconds=args.mcp_wait)
+                         mcp_wait_seconds=args.mcp_wait, a2a_agents=args.a2a)
     except ImportError as error:
         print(f"xflow serve: --mcp needs the mcp extra: pip install 'xflow-runtime[mcp]' ({error})", file=sys.stderr)
         return 2

@@ -32,12 +32,16 @@ async def invoke_function(fn: FunctionDef, arguments: Any, *, selection_set: str
         from xflow_runtime.functions.graphql import invoke_graphql
 
         return await invoke_graphql(fn, arguments, selection_set, context)
+    if fn.type == "a2a":
+        from xflow_runtime.a2a.function import invoke_a2a
+
+        return await invoke_a2a(fn, arguments, context)
     if fn.type == "expression":
         raise WorkflowError(
             f"function '{fn.name}' is an expression function; the interpreter evaluates it, not invoke_function",
             code=NOT_SUPPORTED,
         )
     raise WorkflowError(
-        f"function '{fn.name}': type '{fn.type}' is not supported yet (supported: rest, graphql, custom, expression)",
+        f"function '{fn.name}': type '{fn.type}' is not supported yet (supported: rest, graphql, custom, expression, a2a)",
         code=NOT_SUPPORTED,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
+    from xflow_runtime.a2a.settings import A2ASettings
     from xflow_runtime.agent.longterm_hook import LazyLongTermMemory
     from xflow_runtime.agent.proxy_callbacks import AgentCallbacks
     from xflow_runtime.llm.client import LLMClient, LLMSettings
@@ -87,6 +88,7 @@ class InstanceServices:
     #: in-process MCP servers (the SDK's ``MCPServer``/``Server`` objects) by ``mcpServers`` name:
     #: they replace that server's transport (embedding, tests; specs/mcp.md)
     mcp_servers: "Mapping[str, Any] | None" = None
+    a2a: "A2ASettings | None" = None  # push callbacks of aiagentproxy over A2A (specs/a2a.md)
 
     @classmethod
     def of(cls, value: "InstanceServices | Mapping[str, Any] | None") -> "InstanceServices":

@@ -12,10 +12,13 @@ from typing import Any, Literal, Mapping
 
 from xflow_runtime.errors import DefinitionError
 
-FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp"]
+FunctionType = Literal["rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp", "a2a"]
 AuthScheme = Literal["basic", "bearer", "oauth2"]
 
-FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp")
+#: ``mcp`` and ``a2a`` are our extensions: one MCP server's tool (specs/mcp.md), an Agent2Agent
+#: agent by its card URL (specs/a2a.md).
+FUNCTION_TYPES: tuple[str, ...] = ("rest", "graphql", "custom", "expression", "rpc", "asyncapi", "odata", "mcp",
+                                   "a2a")
 AUTH_SCHEMES: tuple[str, ...] = ("basic", "bearer", "oauth2")
 HTTP_METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -108,6 +111,9 @@ def _check_operation(name: str, type_: str, operation: Any) -> None:
         raise _invalid(f"function '{name}': rest operation {operation!r} must be '<openapi document>#<operationId>'")
     if type_ == "mcp" and not _is_mcp_operation(operation):
         raise _invalid(f"function '{name}': mcp operation {operation!r} must be '<mcpServer>#<tool>' (xflow-runtime extension)")
+    if type_ == "a2a" and not operation.split("#", 1)[0].strip().startswith(("http://", "https://")):
+        raise _invalid(f"function '{name}': a2a operation {operation!r} must be the agent card's http(s) URL "
+                       "(or the agent's base URL)")
     if type_ == "graphql":
         parts = operation.rsplit("#", 2)
         if len(parts) != 3 or parts[1] not in ("query", "mutation") or not parts[0] or not parts[2]:

@@ -29,6 +29,7 @@ from xflow_runtime.runtime.memory import chat_memory_url
 from xflow_runtime.runtime.options import llm_client, long_term_options
 
 if TYPE_CHECKING:
+    from xflow_runtime.a2a.settings import A2ASettings
     from xflow_runtime.engine.durable import DurableEngine
     from xflow_runtime.engine.fleet_options import FleetOptions
     from xflow_runtime.expressions.limits import EvaluationLimits
@@ -62,6 +63,8 @@ class Runtime:
     ``callbacks`` (:class:`~xflow_runtime.agent.proxy_callbacks.CallbackSettings`: the public
     base URL of the callback endpoint and its signing secrets) lets ``aiagentproxy`` agents answer
     asynchronously (specs/states-human.md §7); without it they answer synchronously.
+    ``a2a`` (:class:`~xflow_runtime.a2a.settings.A2ASettings`) lets ``aiagentproxy`` states wait for
+    A2A push callbacks (:meth:`deliver_callback` hands a verified one to the instance).
     ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
     (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
     ``tracer_provider``/``meter_provider`` (OpenTelemetry SDK providers; default the global ones,
@@ -102,7 +105,8 @@ class Runtime:
                  callbacks: "CallbackSettings | None" = None,
                  tracer_provider: Any = None,
                  meter_provider: Any = None,
-                 capture_content: bool | None = None) -> None:
+                 capture_content: bool | None = None,
+                 a2a: "A2ASettings | None" = None) -> None:
         if engine not in ("inprocess", "durable"):
             raise ValueError(f"engine must be 'inprocess' or 'durable', not {engine!r}")
         self.engine_name: EngineName = engine
@@ -134,6 +138,8 @@ class Runtime:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.capture_content = capture_content
+        #: Where A2A agents send push callbacks and the secret their tokens derive from (specs/a2a.md).
+        self.a2a = a2a
         self.llm = llm_client(llm)
         self.long_term_options = long_term_options(long_term)
         self.chat_memory_url: str | None = None
@@ -355,6 +361,20 @@ class Runtime:
         if instance is None:
             raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
         instance.deliver(USER_MESSAGE_TOPIC, message)
+
+    async def deliver_callback(self, instance_id: str, topic: str, payload: Any, *, idempotency_key: str) -> None:
+        """Hand an already verified callback (e.g. an A2A push notification, specs/a2a.md) to the
+        wait of ``instance_id`` on ``topic``; the same ``idempotency_key`` twice is delivered once."""
+        await self.open()
+        if self._durable is not None:
+            if await self._durable.status(instance_id) is None:
+                raise UnknownInstance(f"no instance {instance_id!r}")
+            await self._durable.send(instance_id, topic, payload, idempotency_key=idempotency_key)
+            return
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        instance.deliver(topic, payload)
 
     async def _deliver(self, instance_id: str, cloud_event: dict[str, Any]) -> None:
         topic = execution.event_topic(cloud_event)

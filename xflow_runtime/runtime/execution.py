@@ -125,7 +125,7 @@ class Services:
         """``ExecutionContext.services`` of one instance (read by the ``aiagent`` handler)."""
         return InstanceServices(identity=identity, llm=self.runtime.llm, chat_memory=self.chat_memory,
                                 long_term_memory=self.long_term_memory, reply_tokens=self.runtime.reply_tokens,
-                                tasks=self.tasks, agent_callbacks=self.agent_callbacks)
+                                tasks=self.tasks, agent_callbacks=self.agent_callbacks, a2a=self.runtime.a2a)
 
     async def aclose(self) -> None:
         contexts, self._function_contexts = list(self._function_contexts.values()), {}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import (routes_callbacks, routes_chat, routes_events, routes_instances,
+from xflow_runtime.service import (routes_a2a_callbacks, routes_callbacks, routes_chat, routes_events, routes_instances,
                                    routes_memory, routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
@@ -32,7 +32,8 @@ API_VERSION = "1.0.0"
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
                options: ServiceOptions | None = None, sonataflow_routes: bool = False,
-               mcp: bool = False, mcp_host: str = "127.0.0.1", mcp_wait_seconds: float = 30.0) -> FastAPI:
+               mcp: bool = False, mcp_host: str = "127.0.0.1", mcp_wait_seconds: float = 30.0,
+               a2a_agents: bool = False) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -54,6 +55,12 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
         from xflow_runtime.service import mcp_server
 
         mcp_server.install(app, state, host=mcp_host, wait_seconds=mcp_wait_seconds)
+    if runtime.a2a is not None and runtime.a2a.push_ready:  # A2A agents' push callbacks (specs/a2a.md §3)
+        app.include_router(routes_a2a_callbacks.router)
+    if a2a_agents:  # the exposed agent workflows as A2A agents (specs/a2a.md §5)
+        from xflow_runtime.service.a2a_server import mount_a2a_agents
+
+        mount_a2a_agents(app, state)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 

@@ -35,6 +35,7 @@ PROBLEM_TYPES: dict[str, tuple[int, str]] = {
     "instance-terminal": (409, "The instance has already ended"),
     "instance-running": (409, "The instance is still running"),
     "request-body-timeout": (408, "The request body did not arrive in time"),
+    "a2a-callback-late": (410, "The wait this callback was for is over"),
     "payload-too-large": (413, "The request body is too large"),
     "unsupported-media-type": (415, "The request content type is not supported"),
     "validation-error": (422, "The request is not valid"),

@@ -28,6 +28,8 @@ class ServiceOptions:
     body_timeout_seconds: float = 30.0  # the whole request body must arrive within this (408)
     #: No response started within this → 504. ``None``: the longest deliberate wait above + 30 s.
     request_timeout_seconds: float | None = None
+    #: ``xflow serve --a2a``: deliver push notifications to loopback/private webhooks too (tests).
+    a2a_private_webhooks: bool = False
 
     def __post_init__(self) -> None:
         longest_wait = max(self.max_wait_seconds, self.reply_timeout_seconds)

@@ -1,0 +1,149 @@
+"""``aiagentproxy`` reaching an A2A agent (specs/a2a.md §3): the state's ``execution.functionRef``
+names a ``type: a2a`` function. Every protocol call is a recorded step, so a resumed instance
+repeats none that completed:
+
+1. ``<visit>/a2a-card``: the agent card (kept in the history; decides the default mode);
+2. ``<visit>/a2a-send``: ``SendMessage`` with a deterministic ``messageId`` (UUIDv5 of the instance
+   and the visit: an agent that de-duplicates sees a re-sent message as the same one). The
+   message is the user message as a text part plus ``{agentConfig, agentContext}`` as a data part;
+   a task left ``input-required`` by an earlier visit of the same agent in this instance is
+   continued (its ``taskId`` and ``contextId`` are sent);
+3. until the task settles (completed, input-required, or a failure state):
+   - ``blocking``: the send waits; a reply that is not settled yet continues as ``poll``;
+   - ``push``: the send carries a push config (the call's callback URL and token); the instance
+     waits durably on the call's topic, and a callback only wakes it: ``<visit>/a2a-get:<n>``
+     (``GetTask``) reads the task from the agent. The wait also wakes every ``pollInterval``
+     (doubling to 60 s) and reads the task, so a lost callback (the agent's sender is best
+     effort; our process may have been down) delays the answer, never strands it;
+   - ``poll``: a durable sleep of ``pollInterval`` (doubling to 60 s), then ``GetTask``;
+   bounded by the state's ``timeouts.eventTimeout``: past it the task is cancelled (best effort)
+   and the state fails with ``code: timeout``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Awaitable, Callable, Mapping
+
+from xflow_runtime import a2a as codes
+from xflow_runtime.a2a import outcome
+from xflow_runtime.a2a.function import ENVELOPE, user_message
+from xflow_runtime.errors import WorkflowError
+
+#: Namespace of our deterministic message and call ids.
+_IDS = uuid.UUID("8d1d1f2e-4f3c-5b7a-9e61-a2a0c0ffee19")
+#: Longest gap between two reads of a task while waiting.
+MAX_INTERVAL = 60.0
+DEFAULT_POLL = 1.0
+
+
+async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_data: Mapping[str, Any]) -> dict[str, Any]:
+    """``$agentOutcome`` of one visit (see the module docstring); failure states raise."""
+    function = state.execution.function
+    invoker = run.context.invoker
+    if invoker is None:
+        raise WorkflowError(f"agent '{state.agent_name}': no function invoker to reach the A2A agent",
+                            code="functionNotImplemented")
+    wait_bound = state.timeouts.event
+
+    def step(name: str, envelope: dict[str, Any]) -> Awaitable[Any]:
+        return run.port.run_step(f"{scope}/{name}", lambda: invoker(function, envelope, selection_set=None))
+
+    card = await step("a2a-card", {ENVELOPE: "card"})
+    root = _root(run)
+    pending = _pending(root)
+    continued = pending.get(state.agent_name) or {}
+    key = f"{run.instance_id}/{scope}"
+    message = user_message(str(uuid.uuid5(_IDS, f"message:{key}")), user_text, dict(context_data),
+                           task_id=continued.get("taskId"), context_id=continued.get("contextId"))
+    mode = _mode(state, card, run)
+    send: dict[str, Any] = {ENVELOPE: "send", "card": card, "message": message,
+                            "returnImmediately": mode != "blocking"}
+    if wait_bound is not None and mode == "blocking":
+        send["timeout"] = wait_bound
+    call_id = str(uuid.uuid5(_IDS, f"call:{key}"))
+    topic = codes.callback_topic(call_id)
+    if mode == "push":
+        url, token = run.context.services.a2a.callback(root.instance_id, call_id)
+        send["push"] = {"url": url, "token": token, "authentication": {"scheme": "Bearer", "credentials": token}}
+    run.record("a2a_call", state=state.name, call=call_id, mode=mode, message_id=message["messageId"],
+               continues=continued.get("taskId"))
+    started = await run.port.now()
+    reply = await step("a2a-send", send)
+    task_id = (reply.get("task") or {}).get("id")
+    run.record("a2a_task", state=state.name, call=call_id, task_id=task_id, status=_status(reply))
+    reads = 0
+    interval = state.a2a_poll_interval or DEFAULT_POLL
+    while not outcome.is_settled(reply):
+        remaining = None if wait_bound is None else wait_bound - (await run.port.now() - started)
+        if remaining is not None and remaining <= 0:
+            await _cancel(step, card, task_id)
+            run.record("a2a_call_ended", state=state.name, call=call_id, status="timeout", task_id=task_id)
+            raise WorkflowError(f"agent '{state.agent_name}': the A2A task did not settle within {wait_bound:g} s",
+                                name="timeout", code="timeout", details={"taskId": task_id})
+        pause = interval if remaining is None else min(interval, remaining)
+        woken = None
+        if mode == "push":
+            woken = await run.port.wait_event(topic, pause)
+            if woken is not None and woken.get("taskId") != task_id:
+                run.record("a2a_callback_ignored", state=state.name, call=call_id, task_id=woken.get("taskId"))
+                continue
+        else:
+            await run.port.sleep(pause)
+        if woken is None:
+            interval = min(interval * 2, max(MAX_INTERVAL, state.a2a_poll_interval or 0))
+        reads += 1
+        reply = await step(f"a2a-get:{reads}", {ENVELOPE: "get", "card": card, "taskId": task_id})
+        run.record("a2a_task_read", state=state.name, call=call_id, read=reads, status=_status(reply),
+                   woken_by="timer" if woken is None else "callback")
+    status = _status(reply)
+    run.record("a2a_call_ended", state=state.name, call=call_id, status=status, task_id=task_id)
+    task = reply.get("task") or {}
+    if status == "input-required":
+        pending[state.agent_name] = {"taskId": task.get("id"), "contextId": task.get("contextId")}
+    else:
+        pending.pop(state.agent_name, None)
+    return outcome.agent_outcome(state.agent_name, reply)
+
+
+def _status(reply: Mapping[str, Any]) -> str:
+    return outcome.STATUS_NAMES.get(outcome.task_state(reply), "unknown")
+
+
+def _mode(state: Any, card: Mapping[str, Any], run: Any) -> str:
+    settings = getattr(run.context.services, "a2a", None)
+    push_ready = settings is not None and settings.push_ready
+    card_push = bool((card.get("capabilities") or {}).get("pushNotifications"))
+    mode = state.a2a_mode or ("push" if push_ready and card_push else "poll")
+    if mode == "push" and not (push_ready and card_push):
+        why = ("the runtime has no callback URL and secret (Runtime(a2a=A2ASettings(…)), xflow serve "
+               "--a2a-callback-url/--a2a-callback-secret-env)") if not push_ready else \
+            "the agent card does not offer push notifications"
+        raise WorkflowError(f"agent '{state.agent_name}': push mode is not possible: {why}",
+                            code=codes.PUSH_UNAVAILABLE)
+    return mode
+
+
+async def _cancel(step: Callable[[str, dict[str, Any]], Awaitable[Any]], card: Any, task_id: str | None) -> None:
+    if task_id is None:
+        return
+    try:
+        await step("a2a-cancel", {ENVELOPE: "cancel", "card": card, "taskId": task_id})
+    except WorkflowError:
+        pass  # best effort: the task may have ended meanwhile, or not be cancelable
+
+
+def _pending(root: Any) -> dict[str, dict[str, Any]]:
+    """Interrupted (input-required) tasks of this instance by agent name. Kept on the instance
+    object: a replay rebuilds it from the recorded replies, so it needs no storage of its own."""
+    pending = getattr(root, "_a2a_pending", None)
+    if pending is None:
+        pending = {}
+        root._a2a_pending = pending
+    return pending
+
+
+def _root(run: Any) -> Any:
+    while getattr(run, "parent", None) is not None:
+        run = run.parent
+    return run
