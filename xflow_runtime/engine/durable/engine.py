@@ -41,10 +41,10 @@ from xflow_runtime.engine.durable.names import (
     WORKFLOW_NAME,
     parked_error,
 )
-from xflow_runtime.engine.durable import wakes  # noqa: F401 - registers the write-then-wake workflow before launch
+from xflow_runtime.engine.durable import wakes  # also registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable.port import DurablePort
-from xflow_runtime.engine.durable.replay import ReplayOrder
 from xflow_runtime.engine.durable.progress import instances_made_progress
+from xflow_runtime.engine.durable.replay import ReplayOrder
 from xflow_runtime.engine.scopes import enter_root
 from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.errors import WorkflowFailed, XFlowError

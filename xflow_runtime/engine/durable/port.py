@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 from dbos import DBOS
 
 from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
-from xflow_runtime.engine.durable.replay import (
 from xflow_runtime.engine.durable.progress import instances_made_progress
+from xflow_runtime.engine.durable.replay import (
     CANCELLED,
     HISTORY_STEP,
     OUTCOME,
