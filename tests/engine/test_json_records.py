@@ -21,7 +21,7 @@ from xflow_runtime.engine.serializer import (
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.runtime import Runtime
-from xflow_runtime.runtime.execution import RecordedFailure
+from xflow_runtime.engine.serializer import RecordedFailure
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

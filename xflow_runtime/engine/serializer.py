@@ -10,7 +10,7 @@ Python could read the records. Ours (:class:`JSONSerializer`, recorded under the
   is wrapped in :data:`VALUE_TAG` so it is never mistaken for an error;
 - exceptions as ``{"$xflow.error": {type, types, message, name, code, status, details, ...}}``,
   read back as the same :class:`~xflow_runtime.errors.WorkflowError` /
-  :class:`~xflow_runtime.runtime.execution.RecordedFailure`, any other class as
+  :class:`RecordedFailure`, any other class as
   :class:`RecordedError` carrying the original class names (``onErrors`` matches them).
 
 DBOS decodes a row by the serializer name recorded in it, and would still unpickle a row marked
@@ -31,7 +31,7 @@ from typing import Any
 
 from dbos import Serializer
 
-from xflow_runtime.errors import WorkflowError, XFlowError
+from xflow_runtime.errors import WorkflowError, WorkflowFailed, XFlowError
 
 #: The name DBOS records with every row we write (its ``serialization`` column).
 SERIALIZER_NAME = "xflow_json_v1"
@@ -41,6 +41,10 @@ VALUE_TAG = "$xflow.value"
 PICKLE_NAME = "py_pickle"
 #: The code of a step whose result is not JSON (it is recorded as that error).
 NOT_JSON = "NotJSON"
+
+
+class RecordedFailure(WorkflowFailed):
+    """The failure a durable instance records as its outcome, read back as the same class."""
 
 
 class PickledRecordRefused(XFlowError):
@@ -97,8 +101,6 @@ def _json_or_text(value: Any) -> Any:
 
 
 def encode_error(error: BaseException) -> dict[str, Any]:
-    from xflow_runtime.errors import WorkflowFailed
-
     kind = type(error)
     encoded: dict[str, Any] = {
         "type": f"{kind.__module__}.{kind.__qualname__}",
@@ -116,8 +118,6 @@ def encode_error(error: BaseException) -> dict[str, Any]:
 
 
 def decode_error(data: dict[str, Any]) -> Exception:
-    from xflow_runtime.runtime.execution import RecordedFailure
-
     kind = str(data.get("type") or "Exception")
     message = str(data.get("message") or "")
     types = tuple(data.get("types") or ())

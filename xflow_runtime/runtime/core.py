@@ -449,7 +449,9 @@ class Runtime:
                                            instance_id=port.instance_id, history=port.history,
                                            identity=identity, workflows=subflows)
         except WorkflowFailed as failure:
-            raise execution.RecordedFailure(failure.instance_id, failure.error) from None
+            from xflow_runtime.engine.serializer import RecordedFailure  # DBOS is loaded here anyway
+
+            raise RecordedFailure(failure.instance_id, failure.error) from None
         finally:
             await port.flush()
 

@@ -26,11 +26,6 @@ if TYPE_CHECKING:
     from xflow_runtime.runtime import Runtime
 
 
-class RecordedFailure(WorkflowFailed):
-    """The failure a durable instance records as its outcome (JSON, see
-    :mod:`xflow_runtime.engine.serializer`), read back as the same class."""
-
-
 def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -> "WorkflowPlan":
     """Compile workflow text read from ``path`` (references resolve next to it; diagnostics name
     it ``shown_as``). Raises :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic;
