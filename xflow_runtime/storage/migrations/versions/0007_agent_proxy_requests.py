@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_agent_proxy_requests"
-down_revision = "0005_message_embeddings"
+down_revision = "0006_worker_heartbeats"
 branch_labels = None
 depends_on = None
 

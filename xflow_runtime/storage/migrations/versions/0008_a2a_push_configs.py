@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_a2a_push_configs"
-down_revision = "0005_message_embeddings"  # the lead relinks the chain at merge
+down_revision = "0007_agent_proxy_requests"
 branch_labels = None
 depends_on = None
 
