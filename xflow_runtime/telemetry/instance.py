@@ -26,7 +26,7 @@ async def traced_execution(telemetry: Telemetry, plan: Any, instance_id: str, po
         with telemetry.workflow(plan.workflow_id, version, instance_id) as handle:
             yield handle
         return
-    from xflow_runtime.engine.durable_trace import read_trace, write_trace
+    from xflow_runtime.engine.durable.trace import read_trace, write_trace
 
     stored = await read_trace(instance_id)
     resumed = await port.load_recording()

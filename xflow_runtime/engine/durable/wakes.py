@@ -25,7 +25,7 @@ from dbos._error import DBOSNonExistentWorkflowError
 from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY
 from xflow_runtime.failpoints import crash_point
 
-#: DBOS name of the workflow (a storage format, like ``durable_names``).
+#: DBOS name of the workflow (a storage format, like ``names``).
 WAKE_WORKFLOW_NAME = "xflow.write-then-wake"
 #: Topic of the wake-up: the instance's CloudEvent topic (``interpreter.events.EVENT_TOPIC``).
 EVENT_TOPIC = "cloudevents"

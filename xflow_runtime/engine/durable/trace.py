@@ -2,7 +2,7 @@
 ``traceparent`` strings, never a pickled object; ``specs/observability.md``).
 
 Both calls run on a thread without the workflow's context, like the replay's step listing
-(:mod:`.durable_replay`): DBOS then does a plain read or update instead of recording an
+(:mod:`.replay`): DBOS then does a plain read or update instead of recording an
 operation, so tracing on or off never changes an instance's recorded sequence.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from dbos import DBOS
 
-from xflow_runtime.engine.durable_names import TRACE_ATTRIBUTE
+from xflow_runtime.engine.durable.names import TRACE_ATTRIBUTE
 
 
 async def read_trace(instance_id: str) -> dict[str, str] | None:
