@@ -15,10 +15,10 @@ import json
 from typing import Any, Mapping
 
 from xflow_runtime.agent.conversation import conversations_for
-from xflow_runtime.agent.handler import _chat_scope, _instance_scoped, _root
+from xflow_runtime.agent.handler import _chat_scope, _instance_scoped
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.interpreter.actions import invoke
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.agent.proxy_plan import AgentProxyState
 from xflow_runtime.plan.model import Action, Exit
@@ -27,21 +27,21 @@ _DEFAULT = OutcomeFilter()
 _WINDOW_MODEL = "gpt-4o"  # sizes the history window by tokens (the external agent's model is unknown)
 
 
-async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_agent_proxy(state: AgentProxyState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     variables = run.variables
     chat_scope = _chat_scope(state, data, run)
-    store = conversations_for(_root(run), persistent=not _instance_scoped(state))
+    store = conversations_for(run.root, persistent=not _instance_scoped(state))
     history = await store.load(chat_scope, state.memory.policy, model=_WINDOW_MODEL, step=f"{scope}/memory-load:1")
     user_text = await state.user_message.render_async(data, variables)
     arguments = {
-        "workflowId": run.plan.workflow_id,
+        "workflowId": run.workflow_id,
         "agentConfig": {"agentName": state.agent_name,
                         "systemMessage": None if state.system_message is None
                         else await state.system_message.render_async(data, variables)},
         "agentContext": {"userMessage": user_text, "messages": history,
                          "memoryId": getattr(chat_scope, "memory_id", None)},
     }
-    result = await invoke(run, Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
+    result = await run.invoke(Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
     agent_outcome = _outcome(state, result)
     await store.append(chat_scope, [{"role": "user", "content": user_text},
                                     {"role": "assistant", "content": agent_outcome["log"]}],

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from xflow_runtime.engine.scopes import start_tasks
-from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import AIAgentState
 from xflow_runtime.plan.model import Action
 
@@ -51,7 +51,7 @@ class ToolRun:
         return entry
 
 
-async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
+async def execute_tool_calls(run: StateRun, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
                              first_number: int, memory: Any = None) -> list[ToolRun]:
     """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
     ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools."""
@@ -67,7 +67,7 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
     return ToolRun(id=call["id"], name=call["function"]["name"], arguments=_arguments_or_text(call), error=reason)
 
 
-async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None) -> ToolRun:
+async def _execute(run: StateRun, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None) -> ToolRun:
     name = call["function"]["name"]
     entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
     if memory is not None and memory.is_memory_tool(name):
@@ -92,7 +92,7 @@ async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: st
         entry.error = "invalid arguments: " + "; ".join(problems)
         return entry
     try:
-        result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
+        result = await run.invoke(Action(label=name, ref=tool.execution), entry.arguments, step)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # reported to the model, which may recover

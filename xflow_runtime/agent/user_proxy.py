@@ -22,6 +22,7 @@ from xflow_runtime.agent.handler import _client, message_text
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.expressions import merge
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.model import Exit
@@ -36,7 +37,7 @@ FACILITATOR_INSTRUCTIONS = (
     "known, say thank you.")
 
 
-async def handle_user_proxy(state: UserProxyState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_user_proxy(state: UserProxyState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     if state.role == "relay":
         answer = await _relay(state, data, run)
         agent_outcome = {"returnValues": {"response": answer}, "log": answer}
@@ -53,7 +54,7 @@ async def handle_user_proxy(state: UserProxyState, data: Any, run: Any, scope: s
     return _finish(state, await apply_outcome_filter(outcome.filter, data, agent_outcome, variables), run), outcome.exit
 
 
-async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
+async def _relay(state: UserProxyState, data: Any, run: StateRun) -> str:
     prompt = state.relay_text or state.user_message
     text = "" if prompt is None else await prompt.render_async(data, run.variables)
     media = [dict(m) for m in state.relay_medias]
@@ -65,7 +66,7 @@ async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
     return await _next_message(state, run)
 
 
-async def _facilitate(state: UserProxyState, data: Any, run: Any, scope: str) -> dict[str, Any]:
+async def _facilitate(state: UserProxyState, data: Any, run: StateRun, scope: str) -> dict[str, Any]:
     known = _known(state, data, run)
     history: list[dict[str, Any]] = []
     user_text = await state.user_message.render_async(data, run.variables) if state.user_message is not None else "Hello."
@@ -105,7 +106,7 @@ def _keep_valid(state: UserProxyState, known: dict[str, Any], candidate: dict[st
     return kept
 
 
-def _known(state: UserProxyState, data: Any, run: Any) -> dict[str, Any]:
+def _known(state: UserProxyState, data: Any, run: StateRun) -> dict[str, Any]:
     if state.known_data is None:
         return {}
     value = state.known_data.render(data, run.variables)
@@ -121,7 +122,7 @@ def _known(state: UserProxyState, data: Any, run: Any) -> dict[str, Any]:
     return dict(value)
 
 
-async def _next_message(state: UserProxyState, run: Any) -> str:
+async def _next_message(state: UserProxyState, run: StateRun) -> str:
     message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
     if message is None:
         raise WorkflowError(f"agent '{state.agent_name}': no user message within {state.timeouts.event:g} s",
@@ -129,5 +130,5 @@ async def _next_message(state: UserProxyState, run: Any) -> str:
     return message_text(message)
 
 
-def _finish(state: UserProxyState, data: Any, run: Any) -> Any:
+def _finish(state: UserProxyState, data: Any, run: StateRun) -> Any:
     return data if state.data_filter is None else state.data_filter.evaluate(data, run.variables)

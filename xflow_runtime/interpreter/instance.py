@@ -12,23 +12,26 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine, TypeVar
 
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.expressions import PENDING
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.errors import ERROR_MESSAGE
-from xflow_runtime.interpreter.actions import run_actions
+from xflow_runtime.interpreter.actions import invoke, run_actions
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox, build_event
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.registry import state_handler
+from xflow_runtime.interpreter.services import InstanceServices
+from xflow_runtime.interpreter.state_run import CacheKey
 from xflow_runtime.plan.model import PLAIN_END, Action, End, EventDef, Exit, ProducedEvent, SubFlowRef, Timeouts
 from xflow_runtime.plan.states import State, WorkflowPlan
 
 
 _NOTHING = object()
+T = TypeVar("T")
 
 
 class StopRequested(Exception):
@@ -36,7 +39,8 @@ class StopRequested(Exception):
 
 
 class Instance:
-    """Mutable run-time state of one instance. Handlers receive it as ``run``."""
+    """Mutable run-time state of one instance. Handlers receive it as ``run``; those of state types
+    beyond SW 0.8 see it through :class:`~xflow_runtime.interpreter.state_run.StateRun`."""
 
     def __init__(self, plan: WorkflowPlan, port: EnginePort, context: ExecutionContext, instance_id: str,
                  *, inbox: Inbox | None = None, scope: str = "", parent: "Instance | None" = None):
@@ -64,6 +68,32 @@ class Instance:
         #: State data reached by action sequences interrupted by a timeout, by step scope.
         self.progress: dict[str, Any] = {}
         self._observer = context.observer
+        self._cache: dict[CacheKey[Any], Any] = {}
+
+    # --- what a state handler sees (StateRun) -----------------------------------------------------
+    @property
+    def workflow_id(self) -> str:
+        return self.plan.workflow_id
+
+    @property
+    def root(self) -> "Instance":
+        run = self
+        while run.parent is not None:
+            run = run.parent
+        return run
+
+    @property
+    def services(self) -> InstanceServices:
+        return self.context.services
+
+    def cached(self, key: CacheKey[T], make: Callable[[], T]) -> T:
+        if key in self._cache:
+            return self._cache[key]  # type: ignore[no-any-return]
+        value = self._cache[key] = make()
+        return value
+
+    async def invoke(self, action: Action, arguments: Any, step: str) -> Any:
+        return await invoke(self, action, arguments, step)
 
     # --- history ---------------------------------------------------------------------------------
     def record(self, kind: str, /, **fields: Any) -> None:

@@ -1,4 +1,4 @@
-"""The ``usertask`` state handler (registered with the interpreter on import).
+"""The ``usertask`` state handler (named in :mod:`xflow_runtime.state_types`).
 
 1. evaluate the task's people, ``dueDate`` and input (``dataFilter``) against the state data;
 2. create the task in ``services.tasks`` (one recorded step; a replay does not create it twice)
@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.agent.outcomes import apply_outcome_filter, select_outcome
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.durations import parse_duration
 from xflow_runtime.plan.model import Correlation, EventDef, Exit
@@ -30,15 +31,15 @@ from xflow_runtime.usertask import (COMPLETED, CREATED, DELETED, TASK_ID_ATTRIBU
 _DEFAULT = OutcomeFilter()
 
 
-async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_usertask(state: UserTaskState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     variables = run.variables
-    root = _root(run)
+    root = run.root
     now = await run.port.now()
     task_id = await run.port.new_id()
     assignee = _one(state.assignee, data, variables, "assignee")
     fields = {
-        "id": task_id, "tenant_id": run.context.services.identity.tenant, "instance_id": root.instance_id,
-        "workflow_id": run.plan.workflow_id, "state_name": state.name, "task_key": state.task_key,
+        "id": task_id, "tenant_id": run.services.identity.tenant, "instance_id": root.instance_id,
+        "workflow_id": run.workflow_id, "state_name": state.name, "task_key": state.task_key,
         "form_key": state.form_key, "assignee": assignee,
         "candidate_users": _names(state.candidate_users, data, variables, "candidateUsers"),
         "candidate_groups": _names(state.candidate_groups, data, variables, "candidateGroups"),
@@ -47,7 +48,7 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
         "form_schema": None if state.form_schema is None else dict(state.form_schema.schema),
         "status": "open" if assignee is None else "claimed", "claimed_by": assignee,
     }
-    store = getattr(run.context.services, "tasks", None)
+    store = run.services.tasks
     if store is not None:
         await run.port.run_step(f"{scope}/task-create", lambda: asyncio.to_thread(_created, store, fields))
     attributes = {TASK_ID_ATTRIBUTE: task_id, TASK_KEY_ATTRIBUTE: state.task_key}
@@ -71,7 +72,7 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
                                                "taskId": task_id, "taskKey": state.task_key})
 
 
-async def _wait(state: UserTaskState, run: Any, scope: str, store: Any, task_id: str,
+async def _wait(state: UserTaskState, run: StateRun, scope: str, store: Any, task_id: str,
                 due_at: datetime | None) -> tuple[str, Mapping[str, Any]]:
     """("completed", {data, completedBy}) | ("deleted", {}) | ("timedOut", {})."""
     correlation = [Correlation(TASK_KEY_ATTRIBUTE, state.task_key)]
@@ -187,8 +188,3 @@ def _public(fields: Mapping[str, Any]) -> dict[str, Any]:
             "candidateGroups": fields["candidate_groups"], "dueDate": None if due is None else due.isoformat(),
             "input": fields["input"]}
 
-
-def _root(run: Any) -> Any:
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return run
