@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_MESSAGE_INVALID, AGENT_NO_OUTCOME as NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.longterm_hook import conversation_source, long_term_for
@@ -29,7 +30,6 @@ from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
 from xflow_runtime.plan.model import Exit
 
-NO_OUTCOME = "AgentNoOutcome"
 
 
 async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
@@ -68,7 +68,7 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: s
         message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
         if message is None:
             raise WorkflowError(f"agent '{state.agent_name}': no user message within "
-                                f"{state.timeouts.event:g} s", name="timeout", code="timeout")
+                                f"{state.timeouts.event:g} s", name=TIMEOUT, code=TIMEOUT)
         user_text = message_text(message)
 
 
@@ -89,7 +89,7 @@ def message_text(message: Any) -> str:
             if isinstance(message.get(key), str):
                 return message[key]
     raise WorkflowError(f"a user message must be a string or {{text: …}}, got {type(message).__name__}",
-                        code="AgentMessageInvalid")
+                        code=AGENT_MESSAGE_INVALID)
 
 
 async def _finish(state: AIAgentState, data: Any, run: StateRun) -> Any:

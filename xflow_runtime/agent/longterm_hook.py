@@ -26,11 +26,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from xflow_runtime.error_codes import LONG_TERM_MEMORY_UNAVAILABLE as NOT_CONFIGURED
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.state_run import StateRun
 
 _log = logging.getLogger("xflow_runtime.agent")
-NOT_CONFIGURED = "LongTermMemoryUnavailable"
 
 
 class LazyLongTermMemory:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_NO_OUTCOME, AGENT_PROXY_NO_RESULT
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.handler import _chat_scope, _instance_scoped
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
@@ -51,7 +52,7 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: StateRun, s
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
-                                code="AgentNoOutcome")
+                                code=AGENT_NO_OUTCOME)
         data = await apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
         exit_ = None
     else:
@@ -65,7 +66,7 @@ def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:
     else:
         values, log = result, None
     if values is None:
-        raise WorkflowError(f"agent '{state.agent_name}' returned no result", code="AgentProxyNoResult")
+        raise WorkflowError(f"agent '{state.agent_name}' returned no result", code=AGENT_PROXY_NO_RESULT)
     if log is None:
         log = values.get("response") if isinstance(values, Mapping) and isinstance(values.get("response"), str) \
             else json.dumps(values)

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import AGENT_OUTPUT_INVALID as OUTPUT_INVALID
 from xflow_runtime.agent.tools import ToolRun, execute_tool_calls, refused
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter.state_run import StateRun
@@ -24,7 +26,6 @@ from xflow_runtime.llm.client import ChatRequest, ChatResult, LLMClient
 from xflow_runtime.llm.config import LLMGroup, LLMNode, LLMTarget
 from xflow_runtime.agent.plan import AIAgentState
 
-OUTPUT_INVALID = "AgentOutputInvalid"
 REPAIR_PROMPT = ("Your previous answer is not valid: {problems}\n"
                  "Answer again with only a JSON object that matches the required JSON Schema.")
 BUDGET_SPENT = "not executed: the agent may run at most {limit} tool calls per turn (maxToolExecutions)"
@@ -130,7 +131,7 @@ class Turn:
             self.usage[key] += usage.get(key) or 0
         if usage.get("cost") is not None:
             self.usage["cost"] = self.usage.get("cost", 0.0) + usage["cost"]
-        self.run.record("llm_call", state=state.name, step=step, model=result["model"], usage=dict(usage),
+        self.run.record(records.LLM_CALL, state=state.name, step=step, model=result["model"], usage=dict(usage),
                         attempts=result["attempts"], latency_ms=result["latency_ms"])
         return result
 

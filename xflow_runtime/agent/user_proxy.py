@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_KNOWN_DATA_INVALID, AGENT_NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.handler import _client, message_text
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
@@ -49,7 +50,7 @@ async def handle_user_proxy(state: UserProxyState, data: Any, run: StateRun, sco
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
-                                code="AgentNoOutcome")
+                                code=AGENT_NO_OUTCOME)
         return _finish(state, await apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
     return _finish(state, await apply_outcome_filter(outcome.filter, data, agent_outcome, variables), run), outcome.exit
 
@@ -114,11 +115,11 @@ def _known(state: UserProxyState, data: Any, run: StateRun) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except ValueError:
-            raise WorkflowError("knownData must be a JSON object", code="AgentKnownDataInvalid") from None
+            raise WorkflowError("knownData must be a JSON object", code=AGENT_KNOWN_DATA_INVALID) from None
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise WorkflowError("knownData must be an object", code="AgentKnownDataInvalid")
+        raise WorkflowError("knownData must be an object", code=AGENT_KNOWN_DATA_INVALID)
     return dict(value)
 
 
@@ -126,7 +127,7 @@ async def _next_message(state: UserProxyState, run: StateRun) -> str:
     message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
     if message is None:
         raise WorkflowError(f"agent '{state.agent_name}': no user message within {state.timeouts.event:g} s",
-                            name="timeout", code="timeout")
+                            name=TIMEOUT, code=TIMEOUT)
     return message_text(message)
 
 

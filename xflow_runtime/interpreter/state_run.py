@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Protocol, TypeVar
 if TYPE_CHECKING:
     from xflow_runtime.engine.port import EnginePort
     from xflow_runtime.interpreter.events import Inbox
+    from xflow_runtime.interpreter.records import RecordKind
     from xflow_runtime.interpreter.services import InstanceServices
     from xflow_runtime.plan.model import Action, EventDef, SubFlowRef, Timeouts
 
@@ -68,8 +69,8 @@ class StateRun(Protocol):
         """Events sent to the instance (``await run.inbox.receive(definitions, timeout, {})``)."""
         ...
 
-    def record(self, kind: str, /, **fields: Any) -> None:
-        """Add a record to the instance's history (kinds: :mod:`xflow_runtime.history`)."""
+    def record(self, kind: RecordKind, /, **fields: Any) -> None:
+        """Add a record to the instance's history (kinds: :mod:`xflow_runtime.interpreter.records`)."""
         ...
 
     async def run_actions(self, actions: tuple[Action, ...], data: Any, mode: str, scope: str,
