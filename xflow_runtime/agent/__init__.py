@@ -8,3 +8,5 @@ from xflow_runtime.interpreter.records import AGENT_REPLY as AGENT_REPLY  # the 
 #: Topic of the messages a user sends to an agent conversation waiting in an instance
 #: (``Runtime.send_message``); the payload is a string or ``{"text": …}``.
 USER_MESSAGE_TOPIC = "user-message"
+
+__all__ = ["AGENT_REPLY", "USER_MESSAGE_TOPIC"]
