@@ -1,13 +1,29 @@
 """xflow-runtime: run xFlow workflows (Serverless Workflow 0.8 plus AI agent states) in Python.
 
 The public API is re-exported here and imported lazily, so ``import xflow_runtime`` stays cheap
-(no litellm, no DBOS, no SQLAlchemy until something needs them).
+(no litellm, no DBOS, no SQLAlchemy until something needs them). A type checker reads the same
+names from the ``TYPE_CHECKING`` block below, which mirrors ``_EXPORTS`` (a test keeps them equal).
+Everything not listed here or in a subpackage's ``__all__`` is internal (specs/architecture.md).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xflow_runtime.definition import Diagnostic, LoadedWorkflow, load_workflow
+    from xflow_runtime.engine.inprocess import run_workflow
+    from xflow_runtime.errors import DefinitionError, ExpressionError, WorkflowError, WorkflowFailed, XFlowError
+    from xflow_runtime.expressions.limits import EvaluationLimits
+    from xflow_runtime.functions import FunctionContext, FunctionRegistry, HttpSettings
+    from xflow_runtime.interpreter import ExecutionResult
+    from xflow_runtime.memory.chat import ChatMemory, ChatScope, WindowPolicy
+    from xflow_runtime.memory.longterm import LongTermMemory, LongTermOptions, MemoryScope
+    from xflow_runtime.plan import WorkflowPlan, compile_plan
+    from xflow_runtime.privacy.erasure import UserErasureReceipt, erase_user
+    from xflow_runtime.privacy.export import export_user
+    from xflow_runtime.runtime import InstanceHandle, Runtime, UnknownInstance, run_sync
 
 __version__ = "0.1.0"
 
@@ -31,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "Runtime": "xflow_runtime.runtime",
     "EvaluationLimits": "xflow_runtime.expressions.limits",
     "InstanceHandle": "xflow_runtime.runtime",
+    "UnknownInstance": "xflow_runtime.runtime",
     "run_sync": "xflow_runtime.runtime",
     "ChatMemory": "xflow_runtime.memory.chat",
     "ChatScope": "xflow_runtime.memory.chat",
@@ -51,4 +68,10 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "ChatMemory", "ChatScope", "DefinitionError", "Diagnostic", "EvaluationLimits", "ExecutionResult",
+    "ExpressionError", "FunctionContext", "FunctionRegistry", "HttpSettings", "InstanceHandle", "LoadedWorkflow",
+    "LongTermMemory", "LongTermOptions", "MemoryScope", "Runtime", "UnknownInstance", "UserErasureReceipt",
+    "WindowPolicy", "WorkflowError", "WorkflowFailed", "WorkflowPlan", "XFlowError", "__version__", "compile_plan",
+    "erase_user", "export_user", "load_workflow", "run_sync", "run_workflow",
+]

@@ -19,10 +19,9 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any, Callable
 
+from xflow_runtime.error_codes import INVALID_ARGUMENTS
 from xflow_runtime.errors import WorkflowError
 
-#: Code of the error raised when the arguments cannot be spread as keywords.
-INVALID_ARGUMENTS = "InvalidArguments"
 
 
 class Convention(Enum):

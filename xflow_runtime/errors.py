@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Runtime error codes, re-exported here for existing importers; the catalogue is error_codes.py.
+from xflow_runtime.error_codes import ERROR_MESSAGE as ERROR_MESSAGE
+from xflow_runtime.error_codes import NO_CONDITION_MATCHED as NO_CONDITION_MATCHED
+
 
 class XFlowError(Exception):
     """Base class of every error xflow-runtime raises on purpose."""
@@ -45,11 +49,6 @@ class ExpressionTooLarge(ExpressionError):
     """An evaluation's result, or the memory it needed, exceeded its budget (specs/limits.md)."""
 
 
-#: Runtime error code: a switch without ``defaultCondition`` matched no condition (SonataFlow
-#: compatibility, ``specs/compat-sonataflow.md``).
-NO_CONDITION_MATCHED = "NoConditionMatched"
-#: Runtime error code: a state's ``metadata.errorMessage`` gave a message (SonataFlow compatibility).
-ERROR_MESSAGE = "errorMessage"
 
 
 class WorkflowError(XFlowError):

@@ -17,18 +17,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+# The record kinds this module folds into visits (the one list: interpreter/records.py).
+from xflow_runtime.interpreter.records import (
+    EVENT_PRODUCED, LLM_CALL, STATE_ENTERED, STATE_EXITED, STATE_FAILED, WORKFLOW_COMPLETED, WORKFLOW_FAILED,
+    WORKFLOW_STARTED,
+)
+
 Listener = Callable[[dict[str, Any]], None]
 
-#: Observer event names (from the interpreter) this module folds into visits.
-WORKFLOW_STARTED = "workflow_started"
-WORKFLOW_COMPLETED = "workflow_completed"
-WORKFLOW_FAILED = "workflow_failed"
-STATE_ENTERED = "state_entered"
-STATE_EXITED = "state_exited"
-STATE_FAILED = "state_failed"
-EVENT_PRODUCED = "event_produced"
-#: One LLM call of an AI state: ``{state, model, usage: {prompt_tokens, …, cost}}`` (agent helper).
-LLM_CALL = "llm_call"
 
 
 class HistoryBuffer:

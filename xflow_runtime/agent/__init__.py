@@ -3,8 +3,10 @@ output, outcomes and multi-turn conversations. ``handler`` registers the state w
 interpreter; nothing here imports litellm until an LLM call is made. Decisions: ``specs/agent.md``.
 """
 
+from xflow_runtime.interpreter.records import AGENT_REPLY as AGENT_REPLY  # the one list of record kinds
+
 #: Topic of the messages a user sends to an agent conversation waiting in an instance
 #: (``Runtime.send_message``); the payload is a string or ``{"text": …}``.
 USER_MESSAGE_TOPIC = "user-message"
-#: History record reported when an agent answers and waits for the next user message.
-AGENT_REPLY = "agent_reply"
+
+__all__ = ["AGENT_REPLY", "USER_MESSAGE_TOPIC"]

@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol, Sequence
 
+from xflow_runtime.interpreter.state_run import CacheKey, StateRun
+
 Message = dict[str, Any]
 _log = logging.getLogger("xflow_runtime.agent")
 
@@ -110,22 +112,23 @@ def _stateless(scope: Any) -> bool:
     return hasattr(scope, "key") and scope.key() is None
 
 
-def conversations_for(run: Any, *, persistent: bool) -> ConversationStore:
+#: The instance's stores (one per instance and kind, in its cache).
+_CONVERSATIONS: CacheKey[ConversationStore] = CacheKey("agent conversations")
+_CHAT_MEMORY: CacheKey[ConversationStore] = CacheKey("agent chat memory")
+
+
+def conversations_for(run: StateRun, *, persistent: bool) -> ConversationStore:
     """The store of an instance's (``run``: the top-level instance) agent states, created once
     per instance and kind. ``persistent`` scopes (a ``memoryId``, or ``scope: user``) use the
     runtime's chat memory when it provides one; the instance's own history never does: it lives
     and dies with the instance, and a durable replay rebuilds it from the recorded LLM steps."""
-    attribute = "_agent_chat_memory" if persistent else "_agent_conversations"
-    existing = getattr(run, attribute, None)
-    if existing is not None:
-        return existing
-    memory = run.context.services.chat_memory if persistent else None
-    store: ConversationStore
-    if memory is not None:
-        store = ChatMemoryConversations(memory, run.port)
-    elif persistent:  # no chat memory: every scope lives in the instance's one store
-        store = conversations_for(run, persistent=False)
-    else:
-        store = InstanceConversations()
-    setattr(run, attribute, store)
-    return store
+    if not persistent:
+        return run.cached(_CONVERSATIONS, InstanceConversations)
+
+    def make() -> ConversationStore:
+        memory = run.services.chat_memory
+        if memory is None:  # no chat memory: every scope lives in the instance's one store
+            return conversations_for(run, persistent=False)
+        return ChatMemoryConversations(memory, run.port)
+
+    return run.cached(_CHAT_MEMORY, make)

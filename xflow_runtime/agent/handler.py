@@ -18,22 +18,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_MESSAGE_INVALID, AGENT_NO_OUTCOME as NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.longterm_hook import conversation_source, long_term_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
 from xflow_runtime.plan.model import Exit
 
-NO_OUTCOME = "AgentNoOutcome"
 
 
-async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     chat_scope = _chat_scope(state, data, run)
-    store = conversations_for(_root(run), persistent=not _instance_scoped(state))
+    store = conversations_for(run.root, persistent=not _instance_scoped(state))
     policy = state.memory.policy
     model = _model_name(state)
     counters = Counters()
@@ -76,7 +77,7 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: Any, scope: str) -
         message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
         if message is None:
             raise WorkflowError(f"agent '{state.agent_name}': no user message within "
-                                f"{state.timeouts.event:g} s", name="timeout", code="timeout")
+                                f"{state.timeouts.event:g} s", name=TIMEOUT, code=TIMEOUT)
         user_text = message_text(message)
 
 
@@ -109,15 +110,15 @@ def message_text(message: Any) -> str:
             if isinstance(message.get(key), str):
                 return message[key]
     raise WorkflowError(f"a user message must be a string or {{text: …}}, got {type(message).__name__}",
-                        code="AgentMessageInvalid")
+                        code=AGENT_MESSAGE_INVALID)
 
 
-async def _finish(state: AIAgentState, data: Any, run: Any) -> Any:
+async def _finish(state: AIAgentState, data: Any, run: StateRun) -> Any:
     return data if state.data_filter is None else await state.data_filter.evaluate_async(data, run.variables)
 
 
-def _client(run: Any) -> LLMClient:
-    services = run.context.services
+def _client(run: StateRun) -> LLMClient:
+    services = run.services
     if isinstance(services.llm, LLMClient):
         return services.llm
     if isinstance(services.llm, LLMSettings):
@@ -126,23 +127,16 @@ def _client(run: Any) -> LLMClient:
     return default_client()
 
 
-def _root(run: Any) -> Any:
-    """The top-level instance (a subflow's agent states share its history)."""
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return run
-
-
-def _chat_scope(state: AIAgentState, data: Any, run: Any) -> Any:
+def _chat_scope(state: AIAgentState, data: Any, run: StateRun) -> Any:
     """Where this state's history lives. The identity (``tenant``, ``user``) is the instance's,
     from ``services.identity``. A session scope without a memoryId is the instance's own
     history, shared by all its agent states whatever their ``agentName`` (so it is keyed by the
     top-level workflow id); with a memoryId, or in ``user`` mode, the ``agentName`` is part of the
     key (decided in ``specs/agent.md``)."""
-    root = _root(run)
-    identity = run.context.services.identity
+    root = run.root  # a subflow's agent states share its history
+    identity = run.services.identity
     memory = state.memory
-    agent = f"workflow:{root.plan.workflow_id}" if _instance_scoped(state) else state.agent_name
+    agent = f"workflow:{root.workflow_id}" if _instance_scoped(state) else state.agent_name
     scope = memory.scope(agent=agent, instance_id=root.instance_id, data=data, variables=run.variables,
                          tenant=identity.tenant, user=identity.user)
     epoch = identity.erasure_epoch  # writes after an erasure of the user are refused

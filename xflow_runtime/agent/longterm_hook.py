@@ -26,10 +26,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from xflow_runtime.error_codes import LONG_TERM_MEMORY_UNAVAILABLE as NOT_CONFIGURED
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 
 _log = logging.getLogger("xflow_runtime.agent")
-NOT_CONFIGURED = "LongTermMemoryUnavailable"
 
 
 class LazyLongTermMemory:
@@ -137,14 +138,14 @@ class LongTermHook:
         await port.run_step(step_name, lambda: self.step.after_turn(self.scope, messages, source=source))
 
 
-async def long_term_for(state: Any, run: Any) -> LongTermHook | None:
+async def long_term_for(state: Any, run: StateRun) -> LongTermHook | None:
     """The visit's hook, or ``None`` when the state enables neither long-term memory nor fact
     extraction. A state that enables one on a runtime without long-term memory fails clearly."""
     if state.long_term is None:
         return None
     from xflow_runtime.memory.longterm import MemoryScope, StepMemory
 
-    services = run.context.services
+    services = run.services
     service = services.long_term_memory
     if service is None:
         raise WorkflowError(f"agent '{state.agent_name}' enables long-term memory, but this runtime has no "

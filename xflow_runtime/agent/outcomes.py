@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_OUTCOME_DATA_INVALID
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.expressions import merge, merge_at_path
 from xflow_runtime.agent.plan import AgentOutcome, OutcomeFilter
@@ -41,5 +42,5 @@ async def apply_outcome_filter(flt: OutcomeFilter, data: Any, agent_outcome: Map
         return data
     if not isinstance(payload, Mapping):
         raise WorkflowError(f"agent outcome data is a {type(payload).__name__}; only an object can be merged into "
-                            "the state data without 'toStateData'", code="AgentOutcomeDataInvalid")
+                            "the state data without 'toStateData'", code=AGENT_OUTCOME_DATA_INVALID)
     return merge(data, payload)

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from xflow_runtime.error_codes import TEMPLATE_ERROR, TEMPLATE_SECURITY_ERROR
 from xflow_runtime.errors import DefinitionError, ExpressionError, ExpressionTooLarge, WorkflowError
 from xflow_runtime.expressions import JqExpression, compile_expression, interpolate, interpolate_async, is_expression
 from xflow_runtime.expressions.bounded_thread import run_bounded
@@ -160,11 +161,11 @@ def _render_jinja(template: Any, data: Any, text: str) -> str:
     try:
         return template.render(names)
     except SecurityError as error:
-        raise WorkflowError(f"template refused by the sandbox: {error}", code="TemplateSecurityError") from None
+        raise WorkflowError(f"template refused by the sandbox: {error}", code=TEMPLATE_SECURITY_ERROR) from None
     except TemplateError as error:
-        raise WorkflowError(f"template failed: {error}", code="TemplateError") from None
+        raise WorkflowError(f"template failed: {error}", code=TEMPLATE_ERROR) from None
     except (TypeError, ValueError, ArithmeticError, LookupError) as error:
-        raise WorkflowError(f"template failed: {type(error).__name__}: {error}", code="TemplateError") from None
+        raise WorkflowError(f"template failed: {type(error).__name__}: {error}", code=TEMPLATE_ERROR) from None
 
 
 def _evaluate(run: Any, text: str) -> Any:

@@ -21,12 +21,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_NO_OUTCOME, AGENT_PROXY_NO_RESULT
 from xflow_runtime.agent.conversation import conversations_for
-from xflow_runtime.agent.handler import _chat_scope, _instance_scoped, _root
+from xflow_runtime.agent.handler import _chat_scope, _instance_scoped
 from xflow_runtime.agent.proxy_callbacks import ANSWERED, DEFAULT_WAIT_SECONDS, REQUEST_ATTRIBUTE
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.errors import WorkflowError
-from xflow_runtime.interpreter.actions import invoke
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.agent.proxy_plan import AgentProxyState
 from xflow_runtime.plan.model import Action, Correlation, EventDef, Exit
@@ -35,14 +36,14 @@ _DEFAULT = OutcomeFilter()
 _WINDOW_MODEL = "gpt-4o"  # sizes the history window by tokens (the external agent's model is unknown)
 
 
-async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_agent_proxy(state: AgentProxyState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     variables = run.variables
     chat_scope = _chat_scope(state, data, run)
-    store = conversations_for(_root(run), persistent=not _instance_scoped(state))
+    store = conversations_for(run.root, persistent=not _instance_scoped(state))
     history = await store.load(chat_scope, state.memory.policy, model=_WINDOW_MODEL, step=f"{scope}/memory-load:1")
     user_text = await state.user_message.render_async(data, variables)
     arguments: dict[str, Any] = {
-        "workflowId": run.plan.workflow_id,
+        "workflowId": run.workflow_id,
         "agentConfig": {"agentName": state.agent_name,
                         "systemMessage": None if state.system_message is None
                         else await state.system_message.render_async(data, variables)},
@@ -70,7 +71,7 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
-                                code="AgentNoOutcome")
+                                code=AGENT_NO_OUTCOME)
         data = await apply_outcome_filter(_DEFAULT, data, agent_outcome, bound)
         exit_ = None
     else:
@@ -78,15 +79,15 @@ async def handle_agent_proxy(state: AgentProxyState, data: Any, run: Any, scope:
     return (data if state.data_filter is None else await state.data_filter.evaluate_async(data, variables)), exit_
 
 
-async def _call(state: AgentProxyState, run: Any, scope: str, arguments: dict[str, Any]) -> Any:
+async def _call(state: AgentProxyState, run: StateRun, scope: str, arguments: dict[str, Any]) -> Any:
     """The agent's answer through xFlow's own contract: the function's result, or (acknowledged)
     what the callback later delivers."""
-    callbacks = getattr(run.context.services, "agent_callbacks", None)
+    callbacks = run.services.agent_callbacks
     waiting = None
     if callbacks is not None and callbacks.enabled:
         waiting = await _open_request(state, run, scope, callbacks)
         arguments.update(requestId=waiting.request_id, callbackUrl=waiting.url, callbackToken=waiting.token)
-    result = await invoke(run, Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
+    result = await run.invoke(Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
     if _acknowledged(result, waiting):
         if waiting is None:
             raise WorkflowError(f"agent '{state.agent_name}' acknowledged the request (asynchronous mode) but this "
@@ -109,14 +110,14 @@ class _Waiting:
     token: str
 
 
-async def _open_request(state: AgentProxyState, run: Any, scope: str, callbacks: Any) -> _Waiting:
+async def _open_request(state: AgentProxyState, run: StateRun, scope: str, callbacks: Any) -> _Waiting:
     """A request id (recorded), its row (created before the agent is called, so an answer faster
     than the call's own reply finds it) and its callback URL and token."""
-    root = _root(run)
+    root = run.root
     request_id = await run.port.new_id()
     expires_at = float(int(await run.port.now() + (state.timeouts.event or DEFAULT_WAIT_SECONDS)))
-    fields = {"id": request_id, "tenant_id": run.context.services.identity.tenant, "instance_id": root.instance_id,
-              "workflow_id": run.plan.workflow_id, "state_name": state.name, "agent_name": state.agent_name,
+    fields = {"id": request_id, "tenant_id": run.services.identity.tenant, "instance_id": root.instance_id,
+              "workflow_id": run.workflow_id, "state_name": state.name, "agent_name": state.agent_name,
               "expires_at": expires_at}
     await run.port.run_step(f"{scope}/request-create", lambda: asyncio.to_thread(callbacks.store.create, fields))
     url, token = callbacks.callback_for(root.instance_id, request_id, expires_at)
@@ -133,7 +134,7 @@ def _acknowledged(result: Any, waiting: _Waiting | None) -> bool:
     return isinstance(result, Mapping) and "requestId" in result and "returnValues" not in result
 
 
-async def _wait(state: AgentProxyState, run: Any, scope: str, requests: Any, waiting: _Waiting) -> Any:
+async def _wait(state: AgentProxyState, run: StateRun, scope: str, requests: Any, waiting: _Waiting) -> Any:
     """The answer the request's row holds once a callback woke the instance; ``code: timeout``
     when none came before the deadline. A wake-up whose row is still waiting (an event anyone
     could have posted) is recorded and ignored."""
@@ -177,7 +178,7 @@ def _outcome(state: AgentProxyState, result: Any) -> dict[str, Any]:
     else:
         values, log = result, None
     if values is None:
-        raise WorkflowError(f"agent '{state.agent_name}' returned no result", code="AgentProxyNoResult")
+        raise WorkflowError(f"agent '{state.agent_name}' returned no result", code=AGENT_PROXY_NO_RESULT)
     if log is None:
         log = values.get("response") if isinstance(values, Mapping) and isinstance(values.get("response"), str) \
             else json.dumps(values)

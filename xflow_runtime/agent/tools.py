@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from xflow_runtime.engine.scopes import start_tasks
-from xflow_runtime.interpreter.actions import invoke
 from xflow_runtime.interpreter.failures import Failure
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import AgentTool, AIAgentState
 from xflow_runtime.plan.model import Action, FunctionRef
 
@@ -51,7 +51,7 @@ class ToolRun:
         return entry
 
 
-async def execute_tool_calls(run: Any, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
+async def execute_tool_calls(run: StateRun, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
                              first_number: int, memory: Any = None,
                              extra_tools: Mapping[str, AgentTool] | None = None) -> list[ToolRun]:
     """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
@@ -70,7 +70,7 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
     return ToolRun(id=call["id"], name=call["function"]["name"], arguments=_arguments_or_text(call), error=reason)
 
 
-async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None,
+async def _execute(run: StateRun, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None,
                    extra_tools: Mapping[str, AgentTool] = {}) -> ToolRun:  # noqa: B006 - never mutated
     telemetry = run.context.telemetry
     if telemetry is None:
@@ -88,7 +88,7 @@ async def _execute(run: Any, state: AIAgentState, call: dict[str, Any], step: st
     return entry
 
 
-async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], step: str,
+async def _execute_call(run: StateRun, state: AIAgentState, call: dict[str, Any], step: str,
                         memory: Any = None, extra_tools: Mapping[str, AgentTool] = {}) -> ToolRun:  # noqa: B006
     name = call["function"]["name"]
     entry = ToolRun(id=call["id"], name=name, arguments=_arguments_or_text(call))
@@ -121,7 +121,7 @@ async def _execute_call(run: Any, state: AIAgentState, call: dict[str, Any], ste
 
             result = await call_agent_tool(run, state, tool.execution.function, entry.arguments, step)
         else:
-            result = await invoke(run, Action(label=name, ref=tool.execution), entry.arguments, step)
+            result = await run.invoke(Action(label=name, ref=tool.execution), entry.arguments, step)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # reported to the model, which may recover

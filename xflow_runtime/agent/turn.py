@@ -17,13 +17,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import AGENT_OUTPUT_INVALID as OUTPUT_INVALID
 from xflow_runtime.agent.tools import ToolRun, execute_tool_calls, refused
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.llm.client import ChatRequest, ChatResult, LLMClient
 from xflow_runtime.llm.config import LLMGroup, LLMNode, LLMTarget
 from xflow_runtime.agent.plan import AIAgentState
 
-OUTPUT_INVALID = "AgentOutputInvalid"
 REPAIR_PROMPT = ("Your previous answer is not valid: {problems}\n"
                  "Answer again with only a JSON object that matches the required JSON Schema.")
 BUDGET_SPENT = "not executed: the agent may run at most {limit} tool calls per turn (maxToolExecutions)"
@@ -49,11 +51,11 @@ class TurnResult:
     def outcome(self) -> dict[str, Any]:
         """``$agentOutcome``."""
         return {"returnValues": self.return_values, "log": self.log,
-                "toolCalls": [run.to_dict() for run in self.tool_runs], "usage": dict(self.usage)}
+                "toolCalls": [tool_run.to_dict() for tool_run in self.tool_runs], "usage": dict(self.usage)}
 
 
 class Turn:
-    def __init__(self, run: Any, state: AIAgentState, data: Any, scope: str, counters: Counters, client: LLMClient,
+    def __init__(self, run: StateRun, state: AIAgentState, data: Any, scope: str, counters: Counters, client: LLMClient,
                  memory: Any = None, mcp_tools: Any = None):
         self.run, self.state, self.data, self.scope = run, state, data, scope
         self.counters = counters
@@ -88,7 +90,7 @@ class Turn:
             self.counters.tool_calls += len(allowed)
             runs += [refused(call, BUDGET_SPENT.format(limit=budget)) for call in calls[len(allowed):]]
             tool_runs.extend(runs)
-            turn_messages.extend(run.message() for run in runs)
+            turn_messages.extend(tool_run.message() for tool_run in runs)
         final_text = final["content"] or ""
         return_values, final_text = await self.validated(prefix + turn_messages, final_text, tools)
         turn_messages.append({"role": "assistant", "content": final_text})
@@ -132,7 +134,7 @@ class Turn:
             self.usage[key] += usage.get(key) or 0
         if usage.get("cost") is not None:
             self.usage["cost"] = self.usage.get("cost", 0.0) + usage["cost"]
-        self.run.record("llm_call", state=state.name, step=step, model=result["model"], usage=dict(usage),
+        self.run.record(records.LLM_CALL, state=state.name, step=step, model=result["model"], usage=dict(usage),
                         attempts=result["attempts"], latency_ms=result["latency_ms"])
         return result
 
@@ -140,22 +142,16 @@ class Turn:
     async def _complete(self, request: ChatRequest, keys: dict[LLMTarget, str | None], step: str) -> ChatResult:
         """The call itself (not run again on a durable replay); streamed when the runtime listens
         for reply tokens."""
-        sink = self.run.context.services.reply_tokens
+        sink = self.run.services.reply_tokens
         telemetry = self.run.context.telemetry
         if sink is None:
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
-        instance_id = _root_instance_id(self.run)
+        instance_id = self.run.root.instance_id
         try:
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry,
                                               on_delta=lambda text: sink(instance_id, step, text, False))
         finally:
             sink(instance_id, step, "", True)
-
-
-def _root_instance_id(run: Any) -> str:
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return str(run.instance_id)
 
 
 def targets_of(node: LLMNode) -> list[LLMTarget]:

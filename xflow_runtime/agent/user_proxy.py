@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AGENT_KNOWN_DATA_INVALID, AGENT_NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.handler import _chat_scope, _client, _instance_scoped, _model_name, _root, message_text
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.expressions import merge
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.model import Exit
@@ -39,7 +41,7 @@ FACILITATOR_INSTRUCTIONS = (
     "known, say thank you.")
 
 
-async def handle_user_proxy(state: UserProxyState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_user_proxy(state: UserProxyState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     if state.role == "relay":
         answer = await _relay(state, data, run)
         agent_outcome = {"returnValues": {"response": answer}, "log": answer}
@@ -51,12 +53,12 @@ async def handle_user_proxy(state: UserProxyState, data: Any, run: Any, scope: s
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"agent '{state.agent_name}': no outcome matched and the state has no transition",
-                                code="AgentNoOutcome")
+                                code=AGENT_NO_OUTCOME)
         return _finish(state, await apply_outcome_filter(_DEFAULT, data, agent_outcome, variables), run), None
     return _finish(state, await apply_outcome_filter(outcome.filter, data, agent_outcome, variables), run), outcome.exit
 
 
-async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
+async def _relay(state: UserProxyState, data: Any, run: StateRun) -> str:
     prompt = state.relay_text or state.user_message
     text = "" if prompt is None else await prompt.render_async(data, run.variables)
     media = [dict(m) for m in state.relay_medias]
@@ -68,7 +70,7 @@ async def _relay(state: UserProxyState, data: Any, run: Any) -> str:
     return await _next_message(state, run)
 
 
-async def _facilitate(state: UserProxyState, data: Any, run: Any, scope: str) -> dict[str, Any]:
+async def _facilitate(state: UserProxyState, data: Any, run: StateRun, scope: str) -> dict[str, Any]:
     known = _known(state, data, run)
     if not state.collect_schema.errors(known):
         return known  # knownData already completes the form: nothing to ask
@@ -114,7 +116,7 @@ def _keep_valid(state: UserProxyState, known: dict[str, Any], candidate: dict[st
     return kept
 
 
-def _known(state: UserProxyState, data: Any, run: Any) -> dict[str, Any]:
+def _known(state: UserProxyState, data: Any, run: StateRun) -> dict[str, Any]:
     if state.known_data is None:
         return {}
     value = state.known_data.render(data, run.variables)
@@ -122,21 +124,21 @@ def _known(state: UserProxyState, data: Any, run: Any) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except ValueError:
-            raise WorkflowError("knownData must be a JSON object", code="AgentKnownDataInvalid") from None
+            raise WorkflowError("knownData must be a JSON object", code=AGENT_KNOWN_DATA_INVALID) from None
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise WorkflowError("knownData must be an object", code="AgentKnownDataInvalid")
+        raise WorkflowError("knownData must be an object", code=AGENT_KNOWN_DATA_INVALID)
     return dict(value)
 
 
-async def _next_message(state: UserProxyState, run: Any) -> str:
+async def _next_message(state: UserProxyState, run: StateRun) -> str:
     message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
     if message is None:
         raise WorkflowError(f"agent '{state.agent_name}': no user message within {state.timeouts.event:g} s",
-                            name="timeout", code="timeout")
+                            name=TIMEOUT, code=TIMEOUT)
     return message_text(message)
 
 
-def _finish(state: UserProxyState, data: Any, run: Any) -> Any:
+def _finish(state: UserProxyState, data: Any, run: StateRun) -> Any:
     return data if state.data_filter is None else state.data_filter.evaluate(data, run.variables)

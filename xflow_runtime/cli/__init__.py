@@ -1,1 +1,3 @@
-"""Command-line interface (``xflow``)."""
+"""Command-line interface (``xflow``): the command is the interface; no Python API here."""
+
+__all__: list[str] = []

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from xflow_runtime.interpreter import records
 from xflow_runtime.cli.run import add_embedding_option, add_identity_options
 from xflow_runtime.errors import DefinitionError, WorkflowFailed, XFlowError
 
@@ -156,7 +157,7 @@ class Chat:
         self.writer.flush()
 
     def _on_history(self, record: dict[str, Any]) -> None:
-        if record.get("event") == "agent_reply":
+        if record.get("event") == records.AGENT_REPLY:
             self.replies.put_nowait(str(record.get("reply", "")))
 
     async def run(self, path: Path, data: dict[str, Any], secrets: dict[str, Any], *,

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from xflow_runtime.interpreter import records
 from xflow_runtime.cli import output
 from xflow_runtime.cli.attach import (
     FollowOptions, StoppedFollowing, add_follow_options, fan_out, follow, follow_options, report_stopped,
@@ -306,7 +307,7 @@ class ProgressPrinter:
             if record.get("instance_id"):
                 print(f"instance {record['instance_id']}", file=self.stream, flush=True)
         if record.get("event") in ("state_entered", "state_failed") and record.get("state"):
-            mark = (output.paint("→", "green", self.stream) if record["event"] == "state_entered"
+            mark = (output.paint("→", "green", self.stream) if record["event"] == records.STATE_ENTERED
                     else output.paint("✗", "red", self.stream))
             elapsed = record["at"] - self.started
             print(f"  {mark} {record.get('state')}  +{elapsed:.3f}s", file=self.stream, flush=True)

@@ -27,6 +27,7 @@ import time
 import uuid
 from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
 
+from xflow_runtime.error_codes import STALLED
 from xflow_runtime.engine.clock import VirtualClockLoop
 from xflow_runtime.interpreter.context import EventSink, ExecutionContext, FunctionInvoker, Observer, WorkflowRegistry
 from xflow_runtime.interpreter.services import InstanceServices
@@ -147,7 +148,7 @@ def _run_on_virtual_loop(plan: WorkflowPlan, input: Any, arguments: dict[str, An
                 raise
             message = ("the workflow can never make progress: it waits for an event or input that was "
                        "not delivered, with no timeout pending")
-            return ExecutionResult("failed", None, {"name": "stalled", "code": "stalled", "status": None,
+            return ExecutionResult("failed", None, {"name": STALLED, "code": STALLED, "status": None,
                                                      "message": message})
     finally:
         try:

@@ -14,14 +14,13 @@ import base64
 import time
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import AUTH_ERROR
 from xflow_runtime.errors import ExpressionError, WorkflowError
 from xflow_runtime.expressions import compile_expression, is_expression
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, send
 from xflow_runtime.plan.functions import AuthDef
 
-#: Code of errors about credentials: bad properties, a failed token request, a missing token.
-AUTH_ERROR = "AuthError"
 #: Tokens are renewed this many seconds before ``expires_in`` runs out (at most 10% of it).
 EXPIRY_MARGIN = 30.0
 _GRANTS = {"clientCredentials": "client_credentials", "password": "password"}

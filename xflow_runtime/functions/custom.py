@@ -17,6 +17,7 @@ import inspect
 import threading
 from typing import Any, Callable
 
+from xflow_runtime.error_codes import FUNCTION_NOT_FOUND, INVALID_RESULT
 from xflow_runtime.calling import call_arguments
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
@@ -24,10 +25,6 @@ from xflow_runtime.functions.daemon_workers import WORKERS
 from xflow_runtime.plan.functions import FunctionDef
 
 PYTHON_PREFIX = "python:"
-#: Code of the error raised when a custom operation names nothing callable.
-FUNCTION_NOT_FOUND = "FunctionNotFound"
-#: Code of the error raised when a callable returns something that is not JSON data.
-INVALID_RESULT = "InvalidResult"
 
 _imported: dict[str, Callable[..., Any]] = {}
 _import_lock = threading.Lock()

@@ -3,7 +3,7 @@
 The request document is ``<kind> { <field>(<arguments as literals>) <selectionSet> }``, POSTed as
 ``{"query": …}``. The result is keyed by the field, as in the SW 0.8 example:
 ``{"pet": {…}}`` (specs/functions.md §graphql). A response with ``errors`` raises
-``WorkflowError(code="GraphQLError")`` whatever the HTTP status.
+``WorkflowError(code=GRAPHQL_ERROR)`` whatever the HTTP status.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import json
 import re
 from typing import Any, Mapping
 
+from xflow_runtime.error_codes import GRAPHQL_ERROR, INVALID_ARGUMENTS
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.auth import auth_headers, send_authenticated
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status
 from xflow_runtime.plan.functions import FunctionDef
 
-GRAPHQL_ERROR = "GraphQLError"
 _NAME = re.compile(r"^[_A-Za-z][_0-9A-Za-z]*$")
 
 
@@ -58,7 +58,7 @@ async def invoke_graphql(fn: FunctionDef, arguments: Any, selection_set: str | N
     try:
         document = build_document(kind, field, arguments, selection_set)
     except ValueError as exc:
-        raise WorkflowError(f"function '{fn.name}': {exc}", code="InvalidArguments") from None
+        raise WorkflowError(f"function '{fn.name}': {exc}", code=INVALID_ARGUMENTS) from None
     headers = await auth_headers(fn.auth, context)
     headers["Accept"] = "application/json"
     what = f"function '{fn.name}'"

@@ -14,11 +14,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from xflow_runtime.error_codes import CONNECT_ERROR, TIMEOUT
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 
-TIMEOUT = "timeout"
-CONNECT_ERROR = "ConnectError"
 #: How much of an error response body is kept in ``WorkflowError.details``.
 _BODY_EXCERPT = 2000
 

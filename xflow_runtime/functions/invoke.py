@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from xflow_runtime.error_codes import NOT_SUPPORTED
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.plan.functions import FunctionDef
 
-#: Code of the error raised for function types this runtime does not run (yet).
-NOT_SUPPORTED = "NotSupported"
 
 
 async def invoke_function(fn: FunctionDef, arguments: Any, *, selection_set: str | None = None,

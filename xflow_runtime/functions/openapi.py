@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urljoin
 
+from xflow_runtime.error_codes import CONFIGURATION_ERROR, FUNCTION_NOT_FOUND
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status, send
@@ -27,10 +28,6 @@ from xflow_runtime.functions.parameter_styles import STYLES, Style, style_proble
 from xflow_runtime.functions.rest_mapping import LOCATIONS, Parameter, RestOperation
 from xflow_runtime.plan.functions import HTTP_METHODS, FunctionDef
 
-#: Code of errors about a function's OpenAPI document or server configuration.
-CONFIGURATION_ERROR = "ConfigurationError"
-#: Code of the error raised when the operationId does not exist in the document.
-FUNCTION_NOT_FOUND = "FunctionNotFound"
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,9 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
+from xflow_runtime.error_codes import CONFIGURATION_ERROR
 from xflow_runtime.errors import WorkflowError
 
-#: code of every error about an OpenAPI document (same as openapi.CONFIGURATION_ERROR)
-CONFIGURATION_ERROR = "ConfigurationError"
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
 MAX_DOCUMENTS = 64
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xflow_runtime.error_codes import INVALID_ARGUMENTS
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.auth import auth_headers, send_authenticated
 from xflow_runtime.functions.context import FunctionContext
@@ -19,8 +20,6 @@ from xflow_runtime.functions.openapi import (
 from xflow_runtime.functions.rest_mapping import ArgumentError, RestOperation, map_arguments
 from xflow_runtime.plan.functions import FunctionDef
 
-#: Code of the error raised when arguments do not fit the operation's parameters.
-INVALID_ARGUMENTS = "InvalidArguments"
 
 
 async def invoke_rest(fn: FunctionDef, arguments: Any, context: FunctionContext) -> Any:

@@ -21,11 +21,11 @@ import logging
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
+from xflow_runtime.error_codes import FUNCTION_NOT_FOUND
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.plan.functions import FunctionDef, jvm_only_operation, python_implementation_hint
 
-FUNCTION_NOT_FOUND = "FunctionNotFound"
 SYSOUT_LOGGER = "xflow_runtime.sysout"
 
 Convention = Callable[[FunctionDef, Any, FunctionContext], Awaitable[Any]]

@@ -22,10 +22,14 @@ from xflow_runtime.interpreter.context import ExecutionContext, FunctionInvoker,
 from xflow_runtime.interpreter.events import EVENT_TOPIC
 from xflow_runtime.interpreter.execute import ExecutionResult, execute
 from xflow_runtime.interpreter.failures import TIMEOUT, Failure
-from xflow_runtime.interpreter.registry import register_state_handler
+from xflow_runtime.interpreter.records import RecordKind
+from xflow_runtime.interpreter.registry import StateHandler, register_state_handler
+from xflow_runtime.interpreter.services import Identity, InstanceServices
+from xflow_runtime.interpreter.state_run import CacheKey, StateRun
 
-__all__ = ["EVENT_TOPIC", "TIMEOUT", "ExecutionContext", "ExecutionResult", "Failure", "FunctionInvoker",
-           "WorkflowRegistry", "execute", "register_state_handler", "run_workflow", "run_workflow_sync"]
+__all__ = ["EVENT_TOPIC", "TIMEOUT", "CacheKey", "ExecutionContext", "ExecutionResult", "Failure", "FunctionInvoker",
+           "Identity", "InstanceServices", "RecordKind", "StateHandler", "StateRun", "WorkflowRegistry", "execute",
+           "register_state_handler", "run_workflow", "run_workflow_sync"]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,8 @@ import copy
 import inspect
 from typing import TYPE_CHECKING, Any, Sequence
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import FUNCTION_NOT_IMPLEMENTED
 from xflow_runtime.calling import call_arguments
 from xflow_runtime.expressions import interpolate_async
 from xflow_runtime.interpreter.concurrency import all_of, within
@@ -72,7 +74,7 @@ async def perform(run: "Instance", action: Action, data: Any, step: str, timeout
     variables = run.variables if variables is None else variables
     try:
         if action.condition is not None and not await action.condition.evaluate_condition_async(data, variables):
-            run.record("action_skipped", step=step, action=action.label)
+            run.record(records.ACTION_SKIPPED, step=step, action=action.label)
             return SKIPPED
         action_input = await apply(action.filter.from_state_data, data, variables)
     except Exception as exc:  # noqa: BLE001 - expression failures are workflow errors
@@ -115,7 +117,7 @@ async def _with_retries(run: "Instance", action: Action, action_input: Any, step
             if strategy is None or attempt >= strategy.max_attempts:
                 raise failure from None
             previous_delay = next_delay(strategy, attempt, previous_delay, f"{run.instance_id}/{step}")
-            run.record("action_retry", step=name, action=action.label, attempt=attempt,
+            run.record(records.ACTION_RETRY, step=name, action=action.label, attempt=attempt,
                        delay=previous_delay, error=failure.to_dict())
             await run.port.sleep(previous_delay)
             attempt += 1
@@ -157,7 +159,7 @@ async def _call_function(run: "Instance", ref: FunctionRef, action_input: Any, s
         invoker = run.context.invoker
         if invoker is None:
             raise Failure(f"function '{ref.function.name}' has no implementation: register a Python callable "
-                          "under its name or configure a function invoker", code="functionNotImplemented")
+                          "under its name or configure a function invoker", code=FUNCTION_NOT_IMPLEMENTED)
         selection_set = (None if ref.selection_set is None
                          else await interpolate_async(ref.selection_set, action_input, variables))
         effect = lambda: invoker(ref.function, arguments, selection_set=selection_set)  # noqa: E731
@@ -199,7 +201,7 @@ async def _call_by_event(run: "Instance", ref: EventRef, action_input: Any, step
     if received is None:
         raise Failure.timeout(f"result event '{ref.result.name}'", ref.result_event_timeout or 0)
     definition, event = received
-    run.record("event_consumed", step=step, event_name=definition.name, id=event.get("id"))
+    run.record(records.EVENT_CONSUMED, step=step, event_name=definition.name, id=event.get("id"))
     return payload(event, definition)
 
 
@@ -209,5 +211,5 @@ async def _fire_and_forget(run: "Instance", action: Action, action_input: Any, s
     try:
         await invoke(run, action, action_input, step, variables)
     except Exception as exc:  # noqa: BLE001 - async errors are reported, never propagated
-        run.record("async_action_failed", step=step, action=action.label,
+        run.record(records.ASYNC_ACTION_FAILED, step=step, action=action.label,
                    error=Failure.from_exception(exc).to_dict())

@@ -12,6 +12,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import INVALID_INPUT, SUBFLOW_NOT_FOUND, VALIDATION
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.expressions.limits import DEFAULT_LIMITS, current_limits, reset_limits, use_limits
@@ -113,10 +115,10 @@ async def run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, cont
 async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, context: ExecutionContext,
                         instance_id: str, inbox: Inbox | None, scope: str, parent: Instance | None) -> ExecutionResult:
     run = Instance(plan, port, context, instance_id, inbox=inbox, scope=scope, parent=parent)
-    run.record("workflow_started", workflow=plan.workflow_id, input=input)
+    run.record(records.WORKFLOW_STARTED, workflow=plan.workflow_id, input=input)
     missing = [name for name in plan.secrets if name not in context.secrets]
     if missing:
-        run.record("secrets_missing", names=missing)
+        run.record(records.SECRETS_MISSING, names=missing)
     try:
         data = _check_input(plan, input, run)
         if plan.version_template is not None:
@@ -133,15 +135,15 @@ async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, con
                            "output_validation_warning", run)
     except _TimedOut as timed_out:
         await run.close()
-        run.record("workflow_failed", error=timed_out.error)
+        run.record(records.WORKFLOW_FAILED, error=timed_out.error)
         return ExecutionResult("failed", timed_out.data, timed_out.error, instance_id, list(run.produced))
     except Exception as exc:  # noqa: BLE001 - a failure outside any state (input, exits, compensation)
         failure = Failure.from_exception(exc)
-        run.record("workflow_failed", error=failure.to_dict())
+        run.record(records.WORKFLOW_FAILED, error=failure.to_dict())
         await run.close()
         return ExecutionResult("failed", None, failure.to_dict(), instance_id, list(run.produced))
     await run.close()
-    run.record("workflow_completed", output=output)
+    run.record(records.WORKFLOW_COMPLETED, output=output)
     result = ExecutionResult("completed", output, None, instance_id, [] if parent else list(run.produced))
     if end.continue_as is not None:
         follow = end.continue_as
@@ -149,7 +151,7 @@ async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, con
         if target is None and follow.workflow_id == plan.workflow_id:
             target = plan
         if target is None:
-            error = Failure(f"continueAs: workflow '{follow.workflow_id}' is not registered", code="subflowNotFound")
+            error = Failure(f"continueAs: workflow '{follow.workflow_id}' is not registered", code=SUBFLOW_NOT_FOUND)
             return ExecutionResult("failed", None, error.to_dict(), instance_id, result.produced_events)
         try:
             new_input = output if follow.data is None else await follow.data.render_async(output, run.variables)
@@ -166,7 +168,7 @@ async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, con
 def _check_input(plan: WorkflowPlan, input: Any, run: Instance) -> Any:
     data = {} if input is None else input
     if not isinstance(data, dict):
-        raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code="invalidInput")
+        raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code=INVALID_INPUT)
     if plan.data_input_schema is not None:
         _check_against(plan.data_input_schema, data, "workflow input", "dataInputSchema",
                        "input_validation_warning", run)
@@ -179,14 +181,14 @@ def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: s
     try:
         problems = sorted(schema.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     except Exception as exc:  # noqa: BLE001 - e.g. a $ref naming a missing file: still our own code
-        raise Failure(f"{what} cannot be checked against {schema_name}: {exc}", name="validation",
-                      code="validation") from None
+        raise Failure(f"{what} cannot be checked against {schema_name}: {exc}", name=VALIDATION,
+                      code=VALIDATION) from None
     if problems:
         first = problems[0]
         where = "/" + "/".join(str(part) for part in first.absolute_path)
         message = f"{what} does not match {schema_name} at {where}: {first.message}"
         if schema.fail_on_validation_errors:
-            raise Failure(message, name="validation", code="validation",
+            raise Failure(message, name=VALIDATION, code=VALIDATION,
                           details=[p.message for p in problems[:20]])
         run.record(warning, message=message)
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from xflow_runtime.error_codes import TIMEOUT
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.plan.model import ErrorDef
 
-#: Name and code of the one error every timeout raises (action, state, branch, result event, workflow).
-TIMEOUT = "timeout"
 
 _JAVA_ALIASES: dict[str, tuple[str, ...]] = {
     "java.lang.Exception": ("Exception",),

@@ -12,23 +12,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine, TypeVar
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import SUBFLOW_NOT_FOUND, UNSUPPORTED_STATE
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.expressions import PENDING
 from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.errors import ERROR_MESSAGE
-from xflow_runtime.interpreter.actions import run_actions
+from xflow_runtime.interpreter.actions import invoke, run_actions
 from xflow_runtime.interpreter.concurrency import within
 from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox, build_event
 from xflow_runtime.interpreter.failures import Failure
+from xflow_runtime.interpreter.records import RecordKind
 from xflow_runtime.interpreter.registry import state_handler
+from xflow_runtime.interpreter.services import InstanceServices
+from xflow_runtime.interpreter.state_run import CacheKey
 from xflow_runtime.plan.model import PLAIN_END, Action, End, EventDef, Exit, ProducedEvent, SubFlowRef, Timeouts
 from xflow_runtime.plan.states import State, WorkflowPlan
 
 
 _NOTHING = object()
+T = TypeVar("T")
 
 
 class StopRequested(Exception):
@@ -36,7 +42,8 @@ class StopRequested(Exception):
 
 
 class Instance:
-    """Mutable run-time state of one instance. Handlers receive it as ``run``."""
+    """Mutable run-time state of one instance. Handlers receive it as ``run``; those of state types
+    beyond SW 0.8 see it through :class:`~xflow_runtime.interpreter.state_run.StateRun`."""
 
     def __init__(self, plan: WorkflowPlan, port: EnginePort, context: ExecutionContext, instance_id: str,
                  *, inbox: Inbox | None = None, scope: str = "", parent: "Instance | None" = None):
@@ -64,9 +71,35 @@ class Instance:
         #: State data reached by action sequences interrupted by a timeout, by step scope.
         self.progress: dict[str, Any] = {}
         self._observer = context.observer
+        self._cache: dict[CacheKey[Any], Any] = {}
+
+    # --- what a state handler sees (StateRun) -----------------------------------------------------
+    @property
+    def workflow_id(self) -> str:
+        return self.plan.workflow_id
+
+    @property
+    def root(self) -> "Instance":
+        run = self
+        while run.parent is not None:
+            run = run.parent
+        return run
+
+    @property
+    def services(self) -> InstanceServices:
+        return self.context.services
+
+    def cached(self, key: CacheKey[T], make: Callable[[], T]) -> T:
+        if key in self._cache:
+            return self._cache[key]  # type: ignore[no-any-return]
+        value = self._cache[key] = make()
+        return value
+
+    async def invoke(self, action: Action, arguments: Any, step: str) -> Any:
+        return await invoke(self, action, arguments, step)
 
     # --- history ---------------------------------------------------------------------------------
-    def record(self, kind: str, /, **fields: Any) -> None:
+    def record(self, kind: RecordKind, /, **fields: Any) -> None:
         if self._observer is not None:
             fields["event"] = kind
             fields["instance_id"] = self.instance_id
@@ -104,7 +137,7 @@ class Instance:
     async def _run_state(self, state: State, data: Any, scope: str) -> tuple[Any, Exit | None]:
         observed = self._observer is not None
         if observed:
-            self.record("state_entered", state=state.name, type=state.type, input=data)
+            self.record(records.STATE_ENTERED, state=state.name, type=state.type, input=data)
         raw_input = data
         try:
             if state.filter.input is not None:
@@ -112,7 +145,7 @@ class Instance:
                 data = await state.filter.input.evaluate_async(data, self.variables) if value is PENDING else value
             handler = state_handler(state.type)
             if handler is None:
-                raise Failure(f"no handler for state type '{state.type}'", code="unsupportedState")
+                raise Failure(f"no handler for state type '{state.type}'", code=UNSUPPORTED_STATE)
             if state.timeouts.state_total is None:
                 data, exit = await handler(state, data, self, scope)
             else:
@@ -136,7 +169,7 @@ class Instance:
             failure.state = failure.state or state.name
             exit = self._handler_for(state, failure)
             if observed:
-                self.record("state_failed", state=state.name, error=failure.to_dict(), handled=exit is not None)
+                self.record(records.STATE_FAILED, state=state.name, error=failure.to_dict(), handled=exit is not None)
             if exit is None:
                 raise failure from None
             if self.context.telemetry is not None:  # handled by onErrors: the visit's span says it failed
@@ -145,7 +178,7 @@ class Instance:
         if state.compensated_by is not None:
             self.compensable.append(state)
         if observed:
-            self.record("state_exited", state=state.name, output=data,
+            self.record(records.STATE_EXITED, state=state.name, output=data,
                         next=exit.next_state if exit is not None and not isinstance(exit, End) else None)
         return data, exit
 
@@ -173,7 +206,7 @@ class Instance:
         """Run the compensation chains of completed states, newest first, threading the data."""
         pending, self.compensable = self.compensable, []
         for state in reversed(pending):
-            self.record("compensation_started", state=state.name, by=state.compensated_by)
+            self.record(records.COMPENSATION_STARTED, state=state.name, by=state.compensated_by)
             data, _ = await self.run_states(state.compensated_by, data, compensating=True)  # type: ignore[arg-type]
         return data
 
@@ -189,7 +222,7 @@ class Instance:
             data = copy.deepcopy(data)
         event = await build_event(self.port, definition, data, attributes, self.plan.workflow_id, self.correlation)
         self.produced.append(event)
-        self.record("event_produced", event_name=definition.name, type=definition.type, id=event["id"])
+        self.record(records.EVENT_PRODUCED, event_name=definition.name, type=definition.type, id=event["id"])
         sink = self.context.event_sink
         if sink is not None:
             await self.port.run_step(f"{step}:emit", lambda: _deliver(sink, event))
@@ -207,7 +240,7 @@ class Instance:
             plan = self.plan
         if plan is None:
             wanted = ref.workflow_id if ref.version is None else f"{ref.workflow_id} version {ref.version}"
-            raise Failure(f"subflow '{wanted}' is not registered", code="subflowNotFound")
+            raise Failure(f"subflow '{wanted}' is not registered", code=SUBFLOW_NOT_FOUND)
         result = await run_instance(plan, data, port=self.port, context=self.context,
                                     instance_id=f"{self.instance_id}/{step}", inbox=self.inbox,
                                     scope=f"{step}/", parent=self)

@@ -4,8 +4,8 @@ A handler is ``async def handler(state, data, run, scope) -> (data, exit)``:
 
 - ``state``: the compiled state (a :class:`~xflow_runtime.plan.states.State` subclass);
 - ``data``: the state data, after ``stateDataFilter.input``;
-- ``run``: the :class:`~xflow_runtime.interpreter.instance.Instance` (``run.port``,
-  ``run.variables``, ``run.context``, ``run.record(...)``, ``run.run_actions(...)``…);
+- ``run``: the instance, as a :class:`~xflow_runtime.interpreter.state_run.StateRun` (``run.port``,
+  ``run.variables``, ``run.services``, ``run.record(...)``, ``run.run_actions(...)``…);
 - ``scope``: the step-name prefix of this state visit; name steps ``f"{scope}/…"``.
 
 It returns the state data before ``stateDataFilter.output`` and the exit to take, or ``None`` for
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
 from xflow_runtime import state_types
 
 if TYPE_CHECKING:
-    from xflow_runtime.interpreter.instance import Instance
+    from xflow_runtime.interpreter.state_run import StateRun
     from xflow_runtime.plan.model import Exit
 
 #: The first parameter is the concrete State subclass the handler is registered for.
-StateHandler = Callable[[Any, Any, "Instance", str], Awaitable[tuple[Any, "Exit | None"]]]
+StateHandler = Callable[[Any, Any, "StateRun", str], Awaitable[tuple[Any, "Exit | None"]]]
 
 
 def register_state_handler(type_name: str, handler: StateHandler) -> None:

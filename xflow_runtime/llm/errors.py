@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from xflow_runtime.error_codes import CONNECTION, TIMEOUT
 from xflow_runtime.errors import WorkflowError
 
 _LITELLM_PREFIX = re.compile(r"^(litellm\.\w+:\s*)+(\w+Exception - )?")
@@ -32,9 +33,9 @@ def provider_error(error: BaseException, model: str) -> WorkflowError:
     details = {"provider": provider, "model": model, "kind": kind}
     text = _LITELLM_PREFIX.sub("", str(getattr(error, "message", None) or error)).strip() or kind
     if kind == "Timeout" or isinstance(error, TimeoutError):
-        return WorkflowError(f"LLM call to {model} timed out: {text}", code="timeout", status=408, details=details)
+        return WorkflowError(f"LLM call to {model} timed out: {text}", code=TIMEOUT, status=408, details=details)
     if kind == "APIConnectionError":
-        return WorkflowError(f"cannot reach the LLM provider for {model}: {text}", code="connection", details=details)
+        return WorkflowError(f"cannot reach the LLM provider for {model}: {text}", code=CONNECTION, details=details)
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return WorkflowError(f"LLM call to {model} failed with HTTP {status}: {text}", code=str(status),

@@ -1,2 +1,5 @@
 """Memory: chat memory (``xflow_runtime.memory.chat``: windows, token counts, scopes, storage)
-and, later, long-term memory. Sub-packages import their heavy dependencies lazily."""
+and long-term memory (``xflow_runtime.memory.longterm``). Each subpackage's ``__all__`` is its
+public face; both import their heavy dependencies lazily."""
+
+__all__: list[str] = []

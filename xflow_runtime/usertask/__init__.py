@@ -11,3 +11,6 @@ TIMED_OUT = "io.xflow.usertask.timedout"
 #: CloudEvent extension attributes naming the task (the instance correlates on the key).
 TASK_KEY_ATTRIBUTE = "xflowtaskkey"
 TASK_ID_ATTRIBUTE = "xflowtaskid"
+
+__all__ = ["CLAIMED", "COMPLETED", "CREATED", "DELETED", "TASK_ID_ATTRIBUTE", "TASK_KEY_ATTRIBUTE", "TIMED_OUT",
+           "UNCLAIMED"]

@@ -1,4 +1,4 @@
-"""The ``usertask`` state handler (registered with the interpreter on import).
+"""The ``usertask`` state handler (named in :mod:`xflow_runtime.state_types`).
 
 1. evaluate the task's people, ``dueDate`` and input (``dataFilter``) against the state data;
 2. create the task in ``services.tasks`` (one recorded step; a replay does not create it twice)
@@ -18,8 +18,11 @@ import asyncio
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from xflow_runtime.interpreter import records
+from xflow_runtime.error_codes import TASK_DATA_INVALID, TASK_DELETED, TASK_INVALID, TASK_NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent.outcomes import apply_outcome_filter, select_outcome
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.plan.durations import parse_duration
 from xflow_runtime.plan.model import Correlation, EventDef, Exit
@@ -30,15 +33,15 @@ from xflow_runtime.usertask import (COMPLETED, CREATED, DELETED, TASK_ID_ATTRIBU
 _DEFAULT = OutcomeFilter()
 
 
-async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str) -> tuple[Any, Exit | None]:
+async def handle_usertask(state: UserTaskState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     variables = run.variables
-    root = _root(run)
+    root = run.root
     now = await run.port.now()
     task_id = await run.port.new_id()
     assignee = _one(state.assignee, data, variables, "assignee")
     fields = {
-        "id": task_id, "tenant_id": run.context.services.identity.tenant, "instance_id": root.instance_id,
-        "workflow_id": run.plan.workflow_id, "state_name": state.name, "task_key": state.task_key,
+        "id": task_id, "tenant_id": run.services.identity.tenant, "instance_id": root.instance_id,
+        "workflow_id": run.workflow_id, "state_name": state.name, "task_key": state.task_key,
         "form_key": state.form_key, "assignee": assignee,
         "candidate_users": _names(state.candidate_users, data, variables, "candidateUsers"),
         "candidate_groups": _names(state.candidate_groups, data, variables, "candidateGroups"),
@@ -47,31 +50,31 @@ async def handle_usertask(state: UserTaskState, data: Any, run: Any, scope: str)
         "form_schema": None if state.form_schema is None else dict(state.form_schema.schema),
         "status": "open" if assignee is None else "claimed", "claimed_by": assignee,
     }
-    store = getattr(run.context.services, "tasks", None)
+    store = run.services.tasks
     if store is not None:
         await run.port.run_step(f"{scope}/task-create", lambda: asyncio.to_thread(_created, store, fields))
     attributes = {TASK_ID_ATTRIBUTE: task_id, TASK_KEY_ATTRIBUTE: state.task_key}
     await run.emit(_produced(CREATED), _public(fields), attributes, f"{scope}/task-created")
-    run.record("task_created", state=state.name, task_id=task_id, task_key=state.task_key)
+    run.record(records.TASK_CREATED, state=state.name, task_id=task_id, task_key=state.task_key)
     kind, payload = await _wait(state, run, scope, store, task_id, fields["due_at"])
     run.record(f"task_{kind}", state=state.name, task_id=task_id, task_key=state.task_key)
     if kind == "deleted":
         if state.on_delete is None:
-            raise WorkflowError(f"task '{state.task_key}' was deleted", name="taskDeleted", code="taskDeleted")
+            raise WorkflowError(f"task '{state.task_key}' was deleted", name=TASK_DELETED, code=TASK_DELETED)
         return data, state.on_delete
     if kind == "timedOut":
         await run.emit(_produced(TIMED_OUT), {"taskKey": state.task_key}, attributes,
                        f"{scope}/task-timedout")
         if state.on_timeout is None:
-            raise WorkflowError(f"task '{state.task_key}' was not completed by its due date", name="timeout",
-                                code="timeout")
+            raise WorkflowError(f"task '{state.task_key}' was not completed by its due date", name=TIMEOUT,
+                                code=TIMEOUT)
         return data, state.on_timeout
     return await _completed(state, data, variables, {"returnValues": payload.get("data"),
                                                "completedBy": payload.get("completedBy"),
                                                "taskId": task_id, "taskKey": state.task_key})
 
 
-async def _wait(state: UserTaskState, run: Any, scope: str, store: Any, task_id: str,
+async def _wait(state: UserTaskState, run: StateRun, scope: str, store: Any, task_id: str,
                 due_at: datetime | None) -> tuple[str, Mapping[str, Any]]:
     """("completed", {data, completedBy}) | ("deleted", {}) | ("timedOut", {})."""
     correlation = [Correlation(TASK_KEY_ATTRIBUTE, state.task_key)]
@@ -97,7 +100,7 @@ async def _wait(state: UserTaskState, run: Any, scope: str, store: Any, task_id:
         resolved = _from_row(row)
         if resolved is not None and resolved[0] != "timedOut":
             return resolved
-        run.record("task_event_ignored", state=state.name, task_id=task_id, type=definition.type)
+        run.record(records.TASK_EVENT_IGNORED, state=state.name, task_id=task_id, type=definition.type)
 
 
 def _created(store: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,7 +125,7 @@ def _checked(state: UserTaskState, body: Mapping[str, Any]) -> Mapping[str, Any]
         problems = state.form_schema.errors(body.get("data"))
         if problems:
             raise WorkflowError(f"task '{state.task_key}': the completion data does not match the form: "
-                                + "; ".join(problems), code="TaskDataInvalid")
+                                + "; ".join(problems), code=TASK_DATA_INVALID)
     return body
 
 
@@ -133,7 +136,7 @@ async def _completed(state: UserTaskState, data: Any, variables: Mapping[str, An
     if outcome is None:
         if state.exit is None:
             raise WorkflowError(f"task '{state.task_key}': no outcome matched and the state has no transition",
-                                code="TaskNoOutcome")
+                                code=TASK_NO_OUTCOME)
         return await apply_outcome_filter(_DEFAULT, data, task_outcome, bound), None
     return await apply_outcome_filter(outcome.filter, data, task_outcome, bound), outcome.exit
 
@@ -145,7 +148,7 @@ def _one(template: Any, data: Any, variables: Mapping[str, Any], field: str) -> 
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise WorkflowError(f"usertask {field} must be a user name, got {type(value).__name__}", code="TaskInvalid")
+        raise WorkflowError(f"usertask {field} must be a user name, got {type(value).__name__}", code=TASK_INVALID)
     return value
 
 
@@ -159,7 +162,7 @@ def _names(template: Any, data: Any, variables: Mapping[str, Any], field: str) -
         return [name.strip() for name in value.split(",") if name.strip()]
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return list(value)
-    raise WorkflowError(f"usertask {field} must be a list of names or a comma-separated string", code="TaskInvalid")
+    raise WorkflowError(f"usertask {field} must be a list of names or a comma-separated string", code=TASK_INVALID)
 
 
 def _due(state: UserTaskState, data: Any, variables: Mapping[str, Any], now: float) -> datetime | None:
@@ -172,7 +175,7 @@ def _due(state: UserTaskState, data: Any, variables: Mapping[str, Any], now: flo
         due = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise WorkflowError(f"usertask dueDate must be an ISO 8601 duration or date-time, got {value!r}",
-                            code="TaskInvalid") from None
+                            code=TASK_INVALID) from None
     return due if due.tzinfo else due.replace(tzinfo=timezone.utc)
 
 
@@ -187,8 +190,3 @@ def _public(fields: Mapping[str, Any]) -> dict[str, Any]:
             "candidateGroups": fields["candidate_groups"], "dueDate": None if due is None else due.isoformat(),
             "input": fields["input"]}
 
-
-def _root(run: Any) -> Any:
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return run

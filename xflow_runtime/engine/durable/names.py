@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from xflow_runtime.error_codes import PROCESS_CRASHED
 from xflow_runtime.settings import DEFAULT_DURABLE_URL
 
 #: DBOS application version, pinned. DBOS recovers only the PENDING workflows recorded under the
@@ -37,7 +38,6 @@ MAX_RECOVERY_ATTEMPTS = int(os.environ.get("XFLOW_MAX_RECOVERY_ATTEMPTS", "10"))
 
 #: DBOS's status of a parked instance, and the error code we report for it.
 PARKED_STATUS = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
-PROCESS_CRASHED = "ProcessCrashed"
 
 #: The store when nothing is set: the one rule lives in :mod:`xflow_runtime.settings`.
 DEFAULT_DATABASE_URL = DEFAULT_DURABLE_URL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from xflow_runtime.interpreter import records
 from xflow_runtime.errors import NO_CONDITION_MATCHED
 from xflow_runtime.expressions import PENDING, merge
 from xflow_runtime.interpreter.data import merge_event_payload
@@ -35,10 +36,10 @@ async def switch(state: SwitchState, data: Any, run: "Instance", scope: str) -> 
     received = await run.inbox.receive([c.event for c in state.event_conditions], state.timeouts.event,
                                        run.correlation)
     if received is None:
-        run.record("event_timeout", state=state.name)
+        run.record(records.EVENT_TIMEOUT, state=state.name)
         return data, _default(state)
     definition, event = received
-    run.record("event_consumed", state=state.name, event_name=definition.name, id=event.get("id"))
+    run.record(records.EVENT_CONSUMED, state=state.name, event_name=definition.name, id=event.get("id"))
     chosen = next(c for c in state.event_conditions if c.event is definition)
     data = await merge_event_payload(data, chosen.filter, payload(event, definition), definition.name, run.variables)
     return data, chosen.exit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from xflow_runtime.interpreter import records
 from xflow_runtime.interpreter.data import merge_event_payload
 from xflow_runtime.interpreter.events import payload
 from xflow_runtime.plan.model import Exit, Timeouts
@@ -27,7 +28,7 @@ async def event(state: EventState, data: Any, run: "Instance", scope: str) -> tu
         wanted = [definition for entry in state.on_events for definition in entry.events]
         received = await run.inbox.receive(wanted, timeout, run.correlation)
         if received is None:
-            run.record("event_timeout", state=state.name)
+            run.record(records.EVENT_TIMEOUT, state=state.name)
             return data, None
         definition, message = received
         entry = next(e for e in state.on_events if any(d is definition for d in e.events))
@@ -45,7 +46,7 @@ async def _all_events(state: EventState, data: Any, run: "Instance", scope: str,
         remaining = None if deadline is None else max(0.0, deadline - await run.port.now())
         received = await run.inbox.receive(list(missing.values()), remaining, run.correlation)
         if received is None:
-            run.record("event_timeout", state=state.name, missing=sorted(missing))
+            run.record(records.EVENT_TIMEOUT, state=state.name, missing=sorted(missing))
             return data
         definition, message = received
         got[definition.name] = message
@@ -61,7 +62,7 @@ async def _all_events(state: EventState, data: Any, run: "Instance", scope: str,
 async def _consume(run: "Instance", entry: OnEvents, events: list[tuple[Any, dict[str, Any]]], data: Any,
                    scope: str, timeouts: Timeouts) -> Any:
     for definition, message in events:
-        run.record("event_consumed", event_name=definition.name, id=message.get("id"))
+        run.record(records.EVENT_CONSUMED, event_name=definition.name, id=message.get("id"))
         data = await merge_event_payload(data, entry.filter, payload(message, definition), definition.name, run.variables)
     if entry.actions:
         data = await run.run_actions(entry.actions, data, entry.action_mode, scope, timeouts)
@@ -74,9 +75,9 @@ async def callback(state: CallbackState, data: Any, run: "Instance", scope: str)
     data = await run.run_actions((state.action,), data, "sequential", scope, state.timeouts)
     received = await run.inbox.receive((state.event,), state.timeouts.event, run.correlation)
     if received is None:
-        run.record("event_timeout", state=state.name)
+        run.record(records.EVENT_TIMEOUT, state=state.name)
         return data, None
     definition, message = received
-    run.record("event_consumed", state=state.name, event_name=definition.name, id=message.get("id"))
+    run.record(records.EVENT_CONSUMED, state=state.name, event_name=definition.name, id=message.get("id"))
     return await merge_event_payload(data, state.event_filter, payload(message, definition), definition.name,
                                run.variables), None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from xflow_runtime.error_codes import INVALID_INPUT_COLLECTION
 from xflow_runtime.expressions import get_path, merge, set_path
 from xflow_runtime.interpreter.actions import SKIPPED, perform, with_previous_result
 from xflow_runtime.interpreter.concurrency import all_of, at_least, within
@@ -44,7 +45,7 @@ async def foreach(state: ForEachState, data: Any, run: "Instance", scope: str) -
     items = await state.input_collection.evaluate_async(data, variables)
     if not isinstance(items, list):
         raise Failure(f"foreach '{state.name}': inputCollection must be an array, found "
-                      f"{type(items).__name__ if items is not None else 'null'}", code="invalidInputCollection")
+                      f"{type(items).__name__ if items is not None else 'null'}", code=INVALID_INPUT_COLLECTION)
     if state.mode == "sequential":  # coroutines made one at a time: a failure leaves none unawaited
         results = [await _iteration(run, state, data, item, f"{scope}/i{i}") for i, item in enumerate(items)]
         return await _collect(state, data, results, variables), None

@@ -1,0 +1,75 @@
+"""One catalogue of error codes (``xflow_runtime/error_codes.py``) and one list of history record
+kinds (``xflow_runtime/interpreter/records.py``): values pinned (workflows and readers match on
+them), and no call site spells one as a bare string."""
+
+from __future__ import annotations
+
+import ast
+import typing
+from pathlib import Path
+
+from xflow_runtime import error_codes
+from xflow_runtime.interpreter import records
+
+PACKAGE = Path(__file__).resolve().parents[2] / "xflow_runtime"
+
+#: The published values: changing one breaks workflows that match on it.
+PUBLISHED = {
+    "TIMEOUT": "timeout", "INVALID_INPUT": "invalidInput", "VALIDATION": "validation",
+    "INVALID_INPUT_COLLECTION": "invalidInputCollection", "UNSUPPORTED_STATE": "unsupportedState",
+    "SUBFLOW_NOT_FOUND": "subflowNotFound", "FUNCTION_NOT_IMPLEMENTED": "functionNotImplemented",
+    "NO_CONDITION_MATCHED": "NoConditionMatched", "ERROR_MESSAGE": "errorMessage", "STALLED": "stalled",
+    "PROCESS_CRASHED": "ProcessCrashed", "FUNCTION_NOT_FOUND": "FunctionNotFound",
+    "INVALID_ARGUMENTS": "InvalidArguments", "INVALID_RESULT": "InvalidResult",
+    "CONFIGURATION_ERROR": "ConfigurationError", "NOT_SUPPORTED": "NotSupported", "AUTH_ERROR": "AuthError",
+    "CONNECT_ERROR": "ConnectError", "GRAPHQL_ERROR": "GraphQLError", "CONNECTION": "connection",
+    "AGENT_NO_OUTCOME": "AgentNoOutcome", "AGENT_OUTPUT_INVALID": "AgentOutputInvalid",
+    "AGENT_MESSAGE_INVALID": "AgentMessageInvalid", "AGENT_KNOWN_DATA_INVALID": "AgentKnownDataInvalid",
+    "AGENT_OUTCOME_DATA_INVALID": "AgentOutcomeDataInvalid", "AGENT_PROXY_NO_RESULT": "AgentProxyNoResult",
+    "LONG_TERM_MEMORY_UNAVAILABLE": "LongTermMemoryUnavailable", "TEMPLATE_ERROR": "TemplateError",
+    "TEMPLATE_SECURITY_ERROR": "TemplateSecurityError", "TASK_INVALID": "TaskInvalid",
+    "TASK_DATA_INVALID": "TaskDataInvalid", "TASK_NO_OUTCOME": "TaskNoOutcome", "TASK_DELETED": "taskDeleted",
+}
+
+
+def test_the_catalogue_keeps_every_published_value_once() -> None:
+    assert error_codes.catalogue() == PUBLISHED
+    values = list(PUBLISHED.values())
+    assert len(values) == len(set(values))  # no code under two names
+
+
+def test_record_kinds_are_one_list() -> None:
+    constants = {value for name, value in vars(records).items() if name.isupper() and isinstance(value, str)}
+    assert constants == set(records.KINDS) == set(typing.get_args(records.RecordKind))
+    assert len(records.KINDS) == 18
+
+
+def bare_strings(source: str) -> list[tuple[int, str]]:
+    """``code="…"`` keywords and ``record("…")`` calls spelled with a string literal."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg == "code" and isinstance(keyword.value, ast.Constant) \
+                    and isinstance(keyword.value.value, str):
+                found.append((node.lineno, f"code={keyword.value.value!r}"))
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "record" and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, f"record({node.args[0].value!r})"))
+    return found
+
+
+def test_no_call_site_spells_a_code_or_a_record_kind() -> None:
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "service":  # problem types (RFC 9457), not error codes
+            continue
+        for line, what in bare_strings(path.read_text(encoding="utf-8")):
+            problems.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {what}")
+    assert problems == []
+
+
+def test_the_reader_finds_bare_strings() -> None:
+    source = 'raise WorkflowError("x", code="Boom")\nrun.record("state_entered", a=1)\nrun.record(KIND)\n'
+    assert sorted(bare_strings(source)) == [(1, "code='Boom'"), (2, "record('state_entered')")]

@@ -1,0 +1,56 @@
+"""The kinds of history record an instance reports (``run.record(kind, **fields)``), in one list.
+
+A record is ``{"event": <kind>, "instance_id": …, **fields}``; :mod:`xflow_runtime.history`
+stamps and stores it. The kinds are stored values (the CLI, the service's event stream and
+``xflow show`` read them): never change one. Each constant is a plain ``str``, so a record reads
+and serializes the same as it always did; :data:`RecordKind` lets a type checker refuse a kind
+that is not listed here.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+# --- the instance (interpreter/execute.py) -------------------------------------------------------
+WORKFLOW_STARTED: Final = "workflow_started"
+WORKFLOW_COMPLETED: Final = "workflow_completed"
+WORKFLOW_FAILED: Final = "workflow_failed"
+#: Secrets the workflow declares but the runtime does not have (names only).
+SECRETS_MISSING: Final = "secrets_missing"
+
+# --- states (interpreter/instance.py) ------------------------------------------------------------
+STATE_ENTERED: Final = "state_entered"
+STATE_EXITED: Final = "state_exited"
+STATE_FAILED: Final = "state_failed"
+COMPENSATION_STARTED: Final = "compensation_started"
+
+# --- events and actions (interpreter/instance.py, actions.py, states/) ----------------------------
+EVENT_PRODUCED: Final = "event_produced"
+EVENT_CONSUMED: Final = "event_consumed"
+EVENT_TIMEOUT: Final = "event_timeout"
+ACTION_SKIPPED: Final = "action_skipped"
+ACTION_RETRY: Final = "action_retry"
+ASYNC_ACTION_FAILED: Final = "async_action_failed"
+
+# --- state types beyond SW 0.8 (agent/, usertask/) ------------------------------------------------
+#: One LLM call of an AI state: ``{state, model, usage: {prompt_tokens, …, cost}}``.
+LLM_CALL: Final = "llm_call"
+#: An agent answered and waits for the next user message.
+AGENT_REPLY: Final = "agent_reply"
+TASK_CREATED: Final = "task_created"
+#: An event about a user task that does not change it (the task row decides).
+TASK_EVENT_IGNORED: Final = "task_event_ignored"
+
+RecordKind = Literal[
+    "workflow_started", "workflow_completed", "workflow_failed", "secrets_missing",
+    "state_entered", "state_exited", "state_failed", "compensation_started",
+    "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
+    "async_action_failed", "llm_call", "agent_reply", "task_created", "task_event_ignored",
+]
+
+#: Every kind above.
+KINDS: Final = frozenset({
+    WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, STATE_ENTERED, STATE_EXITED,
+    STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
+    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TASK_CREATED, TASK_EVENT_IGNORED,
+})
