@@ -90,6 +90,10 @@ async def _work(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if args.llm_api_base:  # seconds of CPU: at start, not in the first LLM call
+        from xflow_runtime.llm.client import preload
+
+        await asyncio.to_thread(preload)
     await runtime.open()
     for warning in await runtime.apply_schedules(loaded, prune=args.workflows is not None):
         print(f"xflow worker: schedule not started: {warning}", file=sys.stderr)
