@@ -41,7 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "xflow serve --workflows workflows/ --db postgresql://xflow@db/xflow --workers 4",
               "xflow serve --workflows workflows/ --auth none      # loopback only"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
-               "xflow worker --db postgresql://xflow@db/xflow --starts-per-minute 600 --drain-seconds 30"),
+               "xflow worker --db postgresql://xflow@db/xflow --llm-rate-limit openai=3000/60 --drain-seconds 30"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),

@@ -242,6 +242,14 @@ class DurableEngine:
         member.join()
         self._member = member
 
+    def llm_limiter(self) -> Any:
+        """The fleet's LLM rate limiter (``fleet.llm_rate_limits``), or None."""
+        if self._member is None or not self.fleet or not self.fleet.llm_rate_limits:
+            return None
+        from xflow_runtime.engine.rate_limit import FleetRateLimiter, RateLimit
+
+        return FleetRateLimiter(self._member.engine, [RateLimit.parse(t) for t in self.fleet.llm_rate_limits])
+
     def drain(self, timeout: float) -> bool:
         """A fleet worker stops starting effects and waits up to ``timeout`` s for those in flight."""
         return self._member.drain(timeout) if self._member is not None else True
