@@ -206,6 +206,9 @@ class DurableEngine:
         if self.fleet is not None:
             # a frozen worker must not hold a status-row lock (and block its takeover) for long
             config["sys_db_idle_transaction_timeout_sec"] = 10
+            # DBOS's transactions are short: 10 connections serve hundreds of instances, and a fleet
+            # of N processes needs N pools from one max_connections (specs/deployment.md §6)
+            config["sys_db_pool_size"] = int(os.environ.get("XFLOW_DBOS_POOL_SIZE", "10"))
         refuse_pickle()
         attach_log_handler()
         try:
