@@ -170,6 +170,26 @@ def reported(name: str, figure: str, baseline: str, ratio: str) -> Callable[[lis
     return rows
 
 
+def fleet_rows(lines: list[Line], quick: bool) -> list[Row]:
+    found = [f for n, f in lines if n.startswith("fleet_")]
+    if not found:
+        raise KeyError("no 'BENCH fleet_…' line")
+    one = next((f for f in found if _num(f, "workers") == 1), None)
+    rows = []
+    for f in found:
+        n = int(_num(f, "workers"))
+        scaling = _num(f, "scaling")
+        judged = n == 2 and _num(f, "cores") >= 2
+        rows.append(Row(f"fleet of {n} worker(s): durable agent instances/s (3 LLM calls, 50 ms)",
+                        f"{_num(f, 'per_s'):.1f}/s", f"1 worker {_num(one, 'per_s'):.1f}/s" if one else "—",
+                        scaling, "scaling ≥ 0.9 (2 workers, 2 cores)" if judged else "reported",
+                        _judged(quick, scaling >= 0.9) if judged else None, _load(f)))
+        rows.append(Row(f"fleet of {n} worker(s): worker CPU per LLM call", f"{_num(f, 'cpu_ms_per_call'):.2f} ms",
+                        f"litellm.acompletion alone {_num(f, 'floor_cpu_ms_per_call'):.2f} ms",
+                        _num(f, "cpu_ratio_floor"), "reported", None, _load(f)))
+    return rows
+
+
 BENCHMARKS = (
     Benchmark("overhead", "bench_overhead.py", (), ("--quick",), durable_rows),
     Benchmark("hybrid_search", "bench_hybrid_search.py", (), ("--quick",), hybrid_rows),
@@ -186,6 +206,7 @@ BENCHMARKS = (
     Benchmark("mcp", "bench_mcp.py", (), ("--quick",), reported("mcp_", "ours_us", "baseline_us", "ratio")),
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
+    Benchmark("fleet", "bench_fleet.py", (), ("--quick",), fleet_rows),
 )
 
 

@@ -65,3 +65,16 @@ def test_the_markdown_table_has_a_row_per_figure_and_per_failure(run_all: Module
     table = run_all.markdown(rows, {"cold_start": "exit 1: boom"}, False)
     assert table.count("\n| ") == 2 + len(rows) + 1
     assert "| **met** |" in table and "| cold_start | failed: exit 1: boom |" in table
+
+
+FLEET = """BENCH fleet_1 workers=1 instances=300 per_s=20.00 wall_s=15.0 scaling=1.00 cpu_ms_per_call=10.0 floor_cpu_ms_per_call=4.0 cpu_ratio_floor=2.50 cores=2 load_avg=1.0
+BENCH fleet_2 workers=2 instances=300 per_s=34.00 wall_s=8.8 scaling=0.85 cpu_ms_per_call=10.5 floor_cpu_ms_per_call=4.0 cpu_ratio_floor=2.62 cores=2 load_avg=1.5
+BENCH fleet_4 workers=4 instances=300 per_s=36.00 wall_s=8.3 scaling=0.45 cpu_ms_per_call=11.0 floor_cpu_ms_per_call=4.0 cpu_ratio_floor=2.75 cores=2 load_avg=2.0
+"""
+
+
+def test_fleet_scaling_is_judged_for_two_workers_only(run_all: ModuleType) -> None:
+    rows = run_all.fleet_rows(run_all.parse_lines(FLEET), False)
+    judged = [(r.what, r.ratio, r.met) for r in rows if r.met is not None]
+    assert judged == [("fleet of 2 worker(s): durable agent instances/s (3 LLM calls, 50 ms)", 0.85, False)]
+    assert [r.ratio for r in rows if "CPU" in r.what] == [2.5, 2.62, 2.75]

@@ -44,7 +44,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback",
               "xflow serve --workflows workflows/ --mcp --mcp-wait 10   # marked workflows as MCP tools at /mcp"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
-               "xflow worker --db postgresql://xflow@db/xflow --starts-per-minute 600 --drain-seconds 30"),
+               "xflow worker --db postgresql://xflow@db/xflow --llm-rate-limit openai=3000/60 --drain-seconds 30"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),

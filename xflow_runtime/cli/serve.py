@@ -203,17 +203,17 @@ def serve_command(args: argparse.Namespace) -> int:
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=level.lower(), access_log=False,
                             timeout_graceful_shutdown=max(1, int(args.drain_seconds)), server_header=False)
-    server = _draining_server(uvicorn, config, app.state.xflow)
+    workers = _spawn_workers(args) if args.workers else []
+    server = _draining_server(uvicorn, config, app.state.xflow, workers, args.drain_seconds)
     context: Any = nullcontext()
     if args.llm_script:
         from xflow_runtime.llm.scripted import scripted_llm
 
         context = scripted_llm(args.llm_script)
-    workers = _spawn_workers(args) if args.workers else []
     try:
         with context:
             server.run()
-    finally:
+    finally:  # uvicorn re-raises a stop signal after its shutdown: the workers are stopped by then
         _stop_workers(workers, args.drain_seconds)
     return 0
 
@@ -245,13 +245,23 @@ def _stop_workers(workers: list[Any], drain_seconds: float) -> None:
             worker.kill()
 
 
-def _draining_server(uvicorn: Any, config: Any, state: Any) -> Any:
+def _draining_server(uvicorn: Any, config: Any, state: Any, workers: list[Any], drain_seconds: float) -> Any:
     class DrainingServer(uvicorn.Server):  # type: ignore[misc, name-defined]
         """Marks the service draining the moment a stop signal arrives (before uvicorn closes the
-        listening socket), so ``/readyz`` fails and starts/events are refused."""
+        listening socket), so ``/readyz`` fails and starts/events are refused; its workers start
+        draining at the same moment and are waited for before the server's shutdown ends."""
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             state.draining = True
+            for worker in workers:
+                if worker.poll() is None:
+                    worker.terminate()
             super().handle_exit(sig, frame)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            import asyncio
+
+            await super().shutdown(sockets)
+            await asyncio.to_thread(_stop_workers, workers, drain_seconds)
 
     return DrainingServer(config)

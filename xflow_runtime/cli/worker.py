@@ -40,6 +40,8 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
                         help="instances the whole fleet runs at once")
     parser.add_argument("--starts-per-minute", type=int, default=None, metavar="N",
                         help="at most N instance starts per rolling minute, fleet-wide")
+    parser.add_argument("--llm-rate-limit", action="append", default=[], metavar="KEY=CALLS/SECONDS",
+                        help="fleet-wide limit on LLM calls to a provider or model (openai=600/60); repeatable")
     parser.add_argument("--llm-api-base", metavar="URL", default=None,
                         help="send every LLM call to this OpenAI-compatible endpoint (a gateway)")
     parser.add_argument("--drain-seconds", type=float, default=20.0,
@@ -53,7 +55,12 @@ def fleet_options(args: argparse.Namespace, *, run_instances: bool = True) -> An
         value = getattr(args, name)
         if value is not None and value < 1:
             raise XFlowError(f"--{name.replace('_', '-')} must be at least 1")
-    return FleetOptions(run_instances=run_instances, worker_concurrency=args.concurrency,
+    from xflow_runtime.engine.rate_limit import RateLimit
+
+    limits = tuple(getattr(args, "llm_rate_limit", ()) or ())
+    for limit in limits:
+        RateLimit.parse(limit)  # a bad value stops the worker before it starts
+    return FleetOptions(run_instances=run_instances, worker_concurrency=args.concurrency, llm_rate_limits=limits,
                         global_concurrency=args.global_concurrency,
                         starts_per_period=None if args.starts_per_minute is None else (args.starts_per_minute, 60.0))
 
@@ -90,6 +97,10 @@ async def _work(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if args.llm_api_base:  # seconds of CPU: at start, not in the first LLM call
+        from xflow_runtime.llm.client import preload
+
+        await asyncio.to_thread(preload)
     await runtime.open()
     for warning in await runtime.apply_schedules(loaded, prune=args.workflows is not None):
         print(f"xflow worker: schedule not started: {warning}", file=sys.stderr)

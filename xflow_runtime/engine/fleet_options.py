@@ -49,12 +49,15 @@ class FleetOptions:
 
     - ``worker_concurrency``: instances one worker runs at once (waiting ones count);
     - ``global_concurrency``: instances the whole fleet runs at once;
-    - ``starts_per_period``: at most ``(n, seconds)`` instance starts in any rolling window.
+    - ``starts_per_period``: at most ``(n, seconds)`` instance starts in any rolling window;
+    - ``llm_rate_limits``: ``KEY=CALLS/SECONDS`` per provider or model, fleet-wide
+      (:mod:`~xflow_runtime.engine.rate_limit`).
     """
 
     run_instances: bool = True
     worker_concurrency: int | None = None
     global_concurrency: int | None = None
     starts_per_period: tuple[int, float] | None = None
+    llm_rate_limits: tuple[str, ...] = ()
     polling_seconds: float = 0.25
     times: FleetTimes = field(default_factory=FleetTimes.from_environment)

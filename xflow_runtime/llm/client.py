@@ -20,7 +20,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence, TypedDict
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypedDict
 
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.llm.config import LLMNode, LLMTarget
@@ -108,6 +108,8 @@ class LLMClient:
     def __init__(self, settings: LLMSettings | None = None, *, rng: random.Random | None = None):
         self.settings = settings or LLMSettings()
         self.rng = rng or random.Random()
+        #: Awaited with the model's name before each call: a fleet's rate limit (engine/rate_limit.py).
+        self.limiter: Callable[[str], Awaitable[None]] | None = None
 
     async def complete(self, node: LLMNode, request: ChatRequest, api_keys: Mapping[LLMTarget, str | None], *,
                        on_delta: Callable[[str], None] | None = None, telemetry: Any = None) -> ChatResult:
@@ -135,6 +137,8 @@ class LLMClient:
                     on_delta: Callable[[str], None] | None = None, telemetry: Any = None) -> ChatResult:
         litellm = _litellm()
         model = target.model
+        if self.limiter is not None:
+            await self.limiter(model)
         kwargs: dict[str, Any] = {**target.params, **self.settings.extra_params}
         base = target.base_url
         if self.settings.api_base:

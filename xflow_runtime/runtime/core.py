@@ -170,6 +170,12 @@ class Runtime:
                     self._services.register_wake_writers()  # before launch: recovery may need them
                     # DBOS.launch does blocking database work (migrations, recovery): off our loop.
                     await _in_own_thread(engine.launch, self._run_durable_body)
+                    limiter = engine.llm_limiter()  # a fleet's rate limit on LLM calls
+                    if limiter is not None:
+                        from xflow_runtime.llm.client import LLMClient
+
+                        self.llm = self.llm or LLMClient()
+                        self.llm.limiter = limiter
                     self._durable = engine
         return self
 

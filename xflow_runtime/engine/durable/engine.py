@@ -215,6 +215,9 @@ class DurableEngine:
         if self.fleet is not None:
             # a frozen worker must not hold a status-row lock (and block its takeover) for long
             config["sys_db_idle_transaction_timeout_sec"] = 10
+            # DBOS's transactions are short: 10 connections serve hundreds of instances, and a fleet
+            # of N processes needs N pools from one max_connections (specs/deployment.md §6)
+            config["sys_db_pool_size"] = int(os.environ.get("XFLOW_DBOS_POOL_SIZE", "10"))
         refuse_pickle()
         attach_log_handler()
         try:
@@ -250,6 +253,14 @@ class DurableEngine:
                        self.fleet.times)
         member.join()
         self._member = member
+
+    def llm_limiter(self) -> Any:
+        """The fleet's LLM rate limiter (``fleet.llm_rate_limits``), or None."""
+        if self._member is None or not self.fleet or not self.fleet.llm_rate_limits:
+            return None
+        from xflow_runtime.engine.rate_limit import FleetRateLimiter, RateLimit
+
+        return FleetRateLimiter(self._member.engine, [RateLimit.parse(t) for t in self.fleet.llm_rate_limits])
 
     def drain(self, timeout: float) -> bool:
         """A fleet worker stops starting effects and waits up to ``timeout`` s for those in flight."""

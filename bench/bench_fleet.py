@@ -1,0 +1,154 @@
+"""Throughput of durable agent instances on a fleet of 1, 2 and 4 ``xflow worker`` processes sharing
+one PostgreSQL, against the scripted model server with 50 ms latency (specs/deployment.md).
+
+Each instance is ``bench_agents``' agent (two tool rounds: 3 LLM calls). For each fleet size a fresh
+database, the workers started and ready (litellm preloaded), a warm-up round, then ``--instances``
+starts enqueued by a front end in this process; each worker takes at most its share
+(``--concurrency`` = instances / workers). Wall time runs from the first start to the last
+instance's SUCCESS (polled every 50 ms); CPU is the measured round's.
+Printed per size (``BENCH fleet_<n>``):
+
+- ``per_s``: instances per second; ``scaling``: per_s / (n × per_s of 1 worker) — the issue's target
+  is ≥ 0.9 for 2 workers on 2 idle cores (the PostgreSQL server, the model server and this process
+  share the same cores here);
+- ``cpu_ms_per_call``: the workers' CPU (user + system, from /proc) per LLM call, against
+  ``floor_cpu_ms_per_call``: the same calls made directly with ``litellm.acompletion`` in one process
+  (``bench_agents.run_floor``): ``cpu_ratio_floor`` = ours / litellm's own;
+- ``load_avg`` when the size started.
+
+Run: ``python3 bench/bench_fleet.py [--instances 300] [--workers 1,2,4] [--latency 0.05]``;
+``--quick``: 12 instances, 1 and 2 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_agents  # noqa: E402 - the agent, its reply script, the scripted server, litellm's floor
+from bench_overhead import start_postgres  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime, all threads
+
+
+def _start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "xflow"), "worker", "--db", url, "--json", "--llm-api-base", api_base,
+         "--concurrency", str(concurrency)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if not (process.stdout and process.stdout.readline()):
+        raise SystemExit(f"worker did not start (exit {process.wait()})")
+    return process
+
+
+def _successes(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT count(*) FROM dbos.workflow_status WHERE name = 'xflow.instance' "
+                                  "AND status = 'SUCCESS'").fetchone()[0]
+
+
+async def _front_end_run(url: str, api_base: str, workflow: Path, rounds: list[int],
+                         between: Any = None) -> float:
+    from xflow_runtime.engine.fleet_options import FleetOptions
+    from xflow_runtime.llm.client import LLMSettings
+    from xflow_runtime.runtime import Runtime
+
+    async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False),
+                       llm=LLMSettings(api_base=api_base, api_key="x")) as runtime:
+        plan = runtime.load(workflow)
+        done = 0
+        for number, instances in enumerate(rounds):  # a warm-up round, then the measured one
+            if number and between is not None:
+                between()
+            started = time.perf_counter()
+            await asyncio.gather(*(runtime.start(plan, {"order": k}) for k in range(instances)))
+            done += instances
+            while await asyncio.to_thread(_successes, url) < done:
+                await asyncio.sleep(0.05)
+        return time.perf_counter() - started
+
+
+def measure(server: Any, database: str, api_base: str, workflow: Path, workers: int, instances: int) -> dict[str, float]:
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {database}")
+    url = server.get_uri(database=database, driver="psycopg")
+    load = os.getloadavg()[0]
+    # each worker takes at most its share, so the instances spread over the fleet
+    fleet = [_start_worker(url, api_base, concurrency=-(-instances // workers)) for _ in range(workers)]
+    try:
+        before: list[float] = []
+        wall = asyncio.run(_front_end_run(url, api_base, workflow, [max(10, 3 * workers), instances],
+                                          lambda: before.append(sum(_cpu_seconds(p.pid) for p in fleet))))
+        cpu = sum(_cpu_seconds(p.pid) for p in fleet) - before[0]
+    finally:
+        for process in fleet:
+            process.terminate()
+        for process in fleet:
+            process.wait(timeout=60)
+    calls = instances * bench_agents.CALLS_PER_INSTANCE
+    return {"per_s": instances / wall, "wall_s": wall, "cpu_ms_per_call": cpu / calls * 1000, "load_avg": load}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--instances", type=int, default=300)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.instances, args.workers = 12, "1,2"
+    sizes = [int(n) for n in args.workers.split(",")]
+    bench_agents._prepare()
+    with tempfile.TemporaryDirectory(prefix="xflow-bench-fleet-") as tmp:
+        tmp_path = Path(tmp)
+        script, workflow = tmp_path / "script.yaml", tmp_path / "agent.yaml"
+        script.write_text(bench_agents.SCRIPT)
+        workflow.write_text(bench_agents.WORKFLOW)
+        model, api_base = bench_agents.start_server(script, args.latency)
+        (tmp_path / "pg").mkdir()
+        server = start_postgres(tmp_path / "pg")
+        try:
+            asyncio.run(bench_agents.run_floor(20, api_base))  # warm up litellm's clients
+            floor = asyncio.run(bench_agents.run_floor(args.instances, api_base))
+            floor_ms = floor.cpu / (args.instances * bench_agents.CALLS_PER_INSTANCE) * 1000
+            one = None
+            for n in sizes:
+                result = measure(server, f"fleet_{n}", api_base, workflow, n, args.instances)
+                one = one or (result["per_s"] if n == 1 else None)
+                scaling = result["per_s"] / (n * one) if one else float("nan")
+                print(f"BENCH fleet_{n} workers={n} instances={args.instances} per_s={result['per_s']:.2f} "
+                      f"wall_s={result['wall_s']:.2f} scaling={scaling:.2f} "
+                      f"cpu_ms_per_call={result['cpu_ms_per_call']:.2f} floor_cpu_ms_per_call={floor_ms:.2f} "
+                      f"cpu_ratio_floor={result['cpu_ms_per_call'] / floor_ms:.2f} "
+                      f"cores={os.cpu_count()} load_avg={result['load_avg']:.1f}", flush=True)
+        finally:
+            server.cleanup()
+            if model.stdin:
+                model.stdin.close()
+            model.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""A worker frozen (SIGSTOP) for longer than the death timeout, then thawed: the fleet has taken its
+instances over meanwhile; thawed, it starts no new step and exits by itself (its row says dead),
+and every instance finishes once with the right output (specs/deployment.md §3, "Never two
+workers at once")."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fleet.support import database_now, fleet_table, invocations, start_worker
+from xflow_runtime.engine.fleet import FENCED_EXIT
+from xflow_runtime.engine.fleet_options import FleetOptions
+from xflow_runtime.runtime import Runtime
+
+pytestmark = pytest.mark.postgres
+
+STEPS = "abcdef"
+CHAIN = """
+id: chain
+version: '1.0'
+specVersion: '0.8'
+start: a
+functions:
+  - name: record
+    type: custom
+    operation: python:tests.fleet.fleet_functions:record
+states:
+""" + "".join(f"""  - name: {label}
+    type: operation
+    actions:
+      - functionRef:
+          refName: record
+          arguments: {{instance: '${{ $WORKFLOW.instanceId }}', label: {label}, n: 1, pause: 0.2}}
+        actionDataFilter: {{toStateData: '${{ .{label} }}'}}
+    {'end: true' if label == STEPS[-1] else f'transition: {STEPS[STEPS.index(label) + 1]}'}
+""" for label in STEPS)
+
+DEAD_AFTER = 5.0
+
+
+async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, tmp_path: Path) -> None:
+    url = postgres_database_url
+    fleet_table(url)
+    (tmp_path / "chain.yaml").write_text(CHAIN)
+    workers = [start_worker(url, "--concurrency", "10", dead_after=DEAD_AFTER) for _ in range(2)]
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            plan = runtime.load(tmp_path / "chain.yaml")
+            ids = [f"chain-{k}" for k in range(16)]
+            for instance_id in ids:
+                await runtime.start(plan, {}, instance_id=instance_id)
+            pids = {w.pid: w for w in workers}
+            while True:  # freeze a worker in the middle of a step
+                rows = await asyncio.to_thread(invocations, url)
+                busy = [row[2] for row in rows if row[4] is None and row[2] in pids]
+                if busy:
+                    break
+                await asyncio.sleep(0.02)
+            victim = pids[busy[0]]
+            victim.process.send_signal(signal.SIGSTOP)
+            frozen_at = await asyncio.to_thread(database_now, url)
+            await asyncio.sleep(DEAD_AFTER + 6)  # declared dead, its instances taken over
+            victim.process.send_signal(signal.SIGCONT)
+            assert await asyncio.to_thread(victim.process.wait, 30) == FENCED_EXIT
+            results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+    finally:
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.send_signal(signal.SIGCONT)
+                worker.terminate()
+    assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
+    rows = await asyncio.to_thread(invocations, url)
+    # after the freeze the victim started nothing (only the step it was in finished, uncommitted)
+    assert not [row for row in rows if row[2] == victim.pid and row[3] > frozen_at]
+    runs: dict[tuple[str, str], list[int]] = {}
+    for instance, label, pid, _, _ in rows:
+        runs.setdefault((instance, label), []).append(pid)
+    again = {key: pids_ for key, pids_ in runs.items() if len(pids_) > 1}
+    # a step ran twice only if the victim was inside it when frozen: at most its concurrency
+    assert all(pids_[0] == victim.pid and len(pids_) == 2 for pids_ in again.values()), again
+    assert len(again) <= 10

@@ -1,0 +1,100 @@
+"""``xflow serve --workers N`` on PostgreSQL: the service starts instances, its worker processes run
+them, and stopping the service drains and stops its workers (specs/deployment.md §1, §5)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.fleet.support import REPO, fleet_table
+from tests.service.support import free_port
+
+pytestmark = pytest.mark.postgres
+
+WORKFLOW = """
+id: hello
+version: '1.0'
+specVersion: '0.8'
+start: Greet
+functions:
+  - name: record
+    type: custom
+    operation: python:tests.fleet.fleet_functions:record
+states:
+  - name: Greet
+    type: operation
+    actions:
+      - functionRef:
+          refName: record
+          arguments: {instance: '${ $WORKFLOW.instanceId }', label: greet, n: '${ .n }'}
+        actionDataFilter: {toStateData: '${ .greeting }'}
+    end: true
+"""
+
+
+def _workers(url: str) -> dict[str, tuple[int, str]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {row[0]: (row[1], row[2]) for row in connection.execute(text(
+                "SELECT executor_id, pid, state FROM xflow_workers"))}
+    finally:
+        engine.dispose()
+
+
+def test_serve_with_workers_runs_instances_in_its_workers(postgres_database_url, tmp_path: Path) -> None:
+    url = postgres_database_url
+    fleet_table(url)
+    (tmp_path / "hello.yaml").write_text(WORKFLOW)
+    port = free_port()
+    log = open(tmp_path / "serve.log", "ab")
+    service = subprocess.Popen(
+        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(tmp_path), "--db", url,
+         "--port", str(port), "--auth", "none", "--workers", "2", "--drain-seconds", "5", "--log-level", "warning"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url}, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while len(_workers_if_any(url)) < 2 or not _ready(base):
+            assert service.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "service or workers not ready"
+            time.sleep(0.2)
+        ids = [httpx.post(f"{base}/v1/workflows/hello/instances", json={"n": n}).json()["id"] for n in range(6)]
+        outputs = {}
+        while len(outputs) < len(ids):
+            assert time.monotonic() < deadline + 60, outputs
+            for instance_id in ids:
+                body = httpx.get(f"{base}/v1/instances/{instance_id}").json()
+                if body["status"] == "completed":
+                    outputs[instance_id] = body["output"]["greeting"]
+            time.sleep(0.2)
+        assert sorted(o["square"] for o in outputs.values()) == [n * n for n in range(6)]
+        worker_pids = {pid for pid, _ in _workers(url).values()}
+        assert service.pid not in worker_pids and len(worker_pids) == 2
+    finally:
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=60) in (0, -signal.SIGTERM)  # uvicorn re-raises the stop signal
+        log.close()
+    assert {state for _, state in _workers(url).values()} == {"exited"}
+
+
+def _workers_if_any(url: str) -> dict[str, tuple[int, str]]:
+    try:
+        return _workers(url)
+    except Exception:  # noqa: BLE001 - the table is created by the first worker
+        return {}
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
