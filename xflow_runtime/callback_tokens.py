@@ -102,4 +102,7 @@ def _b64(raw: bytes) -> str:
 def _unb64(text: str) -> bytes:
     if not text or any(c not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" for c in text):
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(raw) != text:  # one encoding per token: unused trailing bits must be zero
+        raise ValueError("not canonical base64url")
+    return raw

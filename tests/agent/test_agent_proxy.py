@@ -5,6 +5,7 @@ in chat memory, so the next call sees it (specs/states-human.md §7)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,3 +94,58 @@ async def test_an_unreachable_agent_is_an_error_on_errors_can_catch(tmp_path) ->
         except Exception as error:  # noqa: BLE001 - shown when the code differs
             pytest.fail(f"not caught: {error}")
     assert output["escalated"] is True
+
+
+ASYNC_PROXY = """
+id: async-proxy
+specVersion: '0.8'
+start: ask
+functions:
+  - {name: agent, type: custom, operation: agent}
+states:
+  - name: ask
+    type: aiagentproxy
+    agentName: researcher
+    userMessage: '${ .question }'
+    execution: {functionRef: agent}
+    agentOutcomes:
+      - dataFilter: {data: '${ {answer: .returnValues.response} }'}
+        transition: done
+  - {name: done, type: inject, data: {}, end: true}
+"""
+
+
+async def test_an_acknowledging_agent_answers_through_the_python_api(tmp_path) -> None:
+    """In process, without the service: the callback is ``Runtime.agent_callback``."""
+    from xflow_runtime.agent.proxy_callbacks import CallbackError, CallbackSettings
+
+    asked: list[dict[str, Any]] = []
+
+    def agent(workflowId: str, agentConfig: dict, agentContext: dict, requestId: str,  # noqa: N803
+              callbackUrl: str, callbackToken: str) -> dict[str, str]:
+        asked.append({"requestId": requestId, "url": callbackUrl, "token": callbackToken})
+        return {"requestId": requestId}  # acknowledged: the answer comes later
+
+    (tmp_path / "p.yaml").write_text(ASYNC_PROXY)
+    settings = CallbackSettings(base_url="https://flows.example.com/", secrets=("k" * 32,))
+    async with Runtime("inprocess", database_url=f"sqlite:///{tmp_path / 'x.sqlite'}", functions={"agent": agent},
+                       callbacks=settings) as runtime:
+        handle = await runtime.start(runtime.load(tmp_path / "p.yaml"), {"question": "why?"})
+        for _ in range(500):
+            if asked:
+                break
+            await asyncio.sleep(0.02)
+        request = asked[0]
+        assert request["url"] == (f"https://flows.example.com/v1/callbacks/agent-proxy/{request['requestId']}"
+                                  f"?token={request['token']}")
+        with pytest.raises(CallbackError) as refused:
+            await runtime.agent_callback("someone-else", request["token"], {"returnValues": {}})
+        assert refused.value.kind == "forbidden"
+        with pytest.raises(CallbackError) as invalid:
+            await runtime.agent_callback(request["requestId"], request["token"], ["not", "an", "answer"])
+        assert invalid.value.kind == "invalid"
+        answer = {"returnValues": {"response": "because"}}
+        first = await runtime.agent_callback(request["requestId"], request["token"], answer)
+        assert first == {"requestId": request["requestId"], "status": "answered", "duplicate": False}
+        assert (await handle.result(timeout=60))["answer"] == "because"
+        assert (await runtime.agent_callback(request["requestId"], request["token"], answer))["duplicate"] is True

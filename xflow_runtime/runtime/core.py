@@ -130,7 +130,6 @@ class Runtime:
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
         self.evaluation_limits = evaluation_limits
-        #: Where asynchronous ``aiagentproxy`` agents call back, and the secrets of their tokens.
         self.callbacks = callbacks
         #: OpenTelemetry (specs/observability.md): providers of our spans and GenAI metrics (default:
         #: the global ones, if an SDK is set up); ``capture_content`` records prompts, completions
@@ -297,17 +296,10 @@ class Runtime:
         return TaskInbox(self, self._services.tasks)
 
     async def agent_callback(self, request_id: str, token: str | None, body: Any) -> dict[str, Any]:
-        """Deliver an ``aiagentproxy`` agent's callback (what ``POST /v1/callbacks/agent-proxy/
-        {requestId}`` does): the token must be the request's, the body ``{returnValues, log?}`` or
-        ``{error: {message, code?}}``. Returns ``{requestId, status, duplicate}``; refusals raise
-        :class:`~xflow_runtime.agent.proxy_callbacks.CallbackError` (specs/states-human.md §7)."""
-        from xflow_runtime.agent.proxy_callbacks import CallbackError
-
+        """An ``aiagentproxy`` agent's callback, as ``POST /v1/callbacks/agent-proxy/{id}`` takes it
+        (``{requestId, status, duplicate}``, else ``CallbackError``; specs/states-human.md §7)."""
         await self.open()
-        callbacks = self._services.agent_callbacks
-        if callbacks is None:
-            raise CallbackError("not-found", "agent callbacks need a database (a durable runtime, or database_url)")
-        return await callbacks.deliver(self, request_id, token, body)
+        return await self._services.agent_callback(request_id, token, body)
 
     def instance(self, instance_id: str) -> InstanceHandle:
         """A handle on an existing instance (e.g. one started by an earlier process)."""

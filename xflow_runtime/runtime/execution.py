@@ -93,6 +93,13 @@ class Services:
                                       capture_content=runtime.capture_content)
         return self._telemetry
 
+    async def agent_callback(self, request_id: str, token: str | None, body: Any) -> dict[str, Any]:
+        from xflow_runtime.agent.proxy_callbacks import CallbackError
+
+        if self.agent_callbacks is None:
+            raise CallbackError("not-found", "agent callbacks need a database (a durable runtime, or database_url)")
+        return await self.agent_callbacks.deliver(self.runtime, request_id, token, body)
+
     async def identity(self, tenant: str, user: str | None) -> Identity:
         """An instance's identity. With a user and a memory store it also records the user's
         erasure epoch at the start, so the instance's memory writes after an erasure of the user

@@ -56,6 +56,11 @@ async def _write_then_wake(kind: str, arguments: dict[str, Any]) -> dict[str, An
 
 async def write_then_wake(kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run the writer of ``kind`` and send the wake-ups it asks for; returns the writer's outcome."""
-    with SetWorkflowID(f"xflow-wake-{uuid.uuid4()}"):
+    operation_id = f"xflow-wake-{uuid.uuid4()}"
+    with SetWorkflowID(operation_id):
         handle = await DBOS.start_workflow_async(_write_then_wake, kind, arguments)
-    return await handle.get_result(polling_interval_sec=0.02)
+    outcome = await handle.get_result(polling_interval_sec=0.02)
+    # Done: its records (the arguments hold e.g. a task's form data) are not kept. One recovered
+    # after a crash finishes in the background and stays, until DBOS's own garbage collection.
+    await DBOS.delete_workflow_async(operation_id)
+    return outcome
