@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 
 from tests.telemetry.support import Collected
-from xflow_runtime.telemetry import inject_trace_context
+from xflow_runtime.telemetry import annotate_current_span, inject_trace_context
 from xflow_runtime.telemetry.spans import Telemetry, context_of, link_to, touch, traceparent_of
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -93,3 +93,13 @@ def test_a_cancelled_execution_is_stopped_not_failed() -> None:
         pass
     span = collected.one("invoke_workflow w")
     assert span.attributes["xflow.stopped"] is True and "error.type" not in span.attributes
+
+
+def test_a_protocol_client_annotates_the_tool_span_that_covers_its_call() -> None:
+    tracing, collected = telemetry()
+    with tracing.workflow("w", None, "i"):
+        with tracing.tool("search", "call-1", {}, replaying=False):
+            annotate_current_span({"mcp.method.name": "tools/call", "network.transport": "pipe"})
+    tool = collected.one("execute_tool search")
+    assert tool.attributes["mcp.method.name"] == "tools/call" and tool.attributes["network.transport"] == "pipe"
+    annotate_current_span({"ignored": True})  # outside any span of ours: nothing to annotate, no error
