@@ -103,3 +103,33 @@ def test_a_protocol_client_annotates_the_tool_span_that_covers_its_call() -> Non
     tool = collected.one("execute_tool search")
     assert tool.attributes["mcp.method.name"] == "tools/call" and tool.attributes["network.transport"] == "pipe"
     annotate_current_span({"ignored": True})  # outside any span of ours: nothing to annotate, no error
+
+
+_TEXT = st.text(max_size=20)
+_CALL = st.fixed_dictionaries({"id": _TEXT, "type": st.just("function"),
+                               "function": st.fixed_dictionaries({"name": _TEXT, "arguments": _TEXT})})
+_MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": _TEXT}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(st.none(), _TEXT)},
+                          optional={"tool_calls": st.lists(_CALL, max_size=3)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": _TEXT, "content": _TEXT}),
+)
+
+
+@given(st.lists(_MESSAGE, max_size=8))
+def test_captured_messages_keep_every_message_in_the_conventions_shape(messages) -> None:
+    import json
+
+    from xflow_runtime.telemetry.genai import as_json, input_messages
+
+    system, conversation = input_messages(messages)
+    assert len(system) == sum(m["role"] == "system" for m in messages)
+    assert [m["role"] for m in conversation] == [m["role"] for m in messages if m["role"] != "system"]
+    for original, converted in zip([m for m in messages if m["role"] != "system"], conversation):
+        kinds = [part["type"] for part in converted["parts"]]
+        if original["role"] == "tool":
+            assert kinds == ["tool_call_response"]
+        else:
+            assert kinds.count("tool_call") == len(original.get("tool_calls") or [])
+            assert ("text" in kinds) == bool(original.get("content"))
+    assert json.loads(as_json(conversation)) == conversation
