@@ -9,7 +9,9 @@ custom function (a recorded step, so every traced state has its span and its ste
 (the set-up of a real deployment, minus the network) plus a ``MeterProvider``. Rounds alternate
 and each side keeps its best, so warm-up and drift cancel out.
 
-Prints ``BENCH tracing_per_state states=… instances=… on_us=… off_us=… ratio=… spans_per_instance=…``.
+Prints ``BENCH tracing_per_state states=… instances=… on_us=… off_us=… ratio=… added_us=… sdk_span_us=…``:
+``added_us`` is what tracing adds per state, ``sdk_span_us`` one bare ``start_as_current_span`` of
+the SDK with the same processor (the floor: a visit is one span).
 """
 
 from __future__ import annotations
@@ -72,6 +74,21 @@ async def per_state_us(path: Path, instances: int, states: int, **options: Any) 
         return (time.perf_counter() - started) / (instances * states) * 1e6
 
 
+def sdk_span_us(provider: TracerProvider, count: int) -> float:
+    """The peer: one ``start_as_current_span`` of the SDK itself, with attributes like a visit's."""
+    tracer = provider.get_tracer("bench")
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for _ in range(count):
+            with tracer.start_as_current_span("xflow.state S", attributes={"xflow.state.name": "S",
+                                                                            "xflow.state.type": "operation",
+                                                                            "xflow.state.visit": "1:S"}):
+                pass
+        best = min(best, (time.perf_counter() - started) / count * 1e6)
+    return best
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=20)
@@ -92,11 +109,14 @@ async def main() -> None:
             off = min(off, await per_state_us(path, instances, args.states))
             on = min(on, await per_state_us(path, instances, args.states, tracer_provider=tracer_provider,
                                             meter_provider=meter_provider))
-    tracer_provider.shutdown()  # flushes the batch
+    tracer_provider.force_flush()
     spans = exporter.count / ((instances + 3) * rounds)
+    sdk = sdk_span_us(tracer_provider, 2000 if args.quick else 20000)
+    tracer_provider.shutdown()
     load = os.getloadavg()[0]
     print(f"BENCH tracing_per_state states={args.states} instances={instances} on_us={on:.1f} off_us={off:.1f} "
-          f"ratio={on / off:.2f} spans_per_instance={spans:.0f} load={load:.1f}")
+          f"ratio={on / off:.2f} added_us={on - off:.1f} sdk_span_us={sdk:.1f} spans_per_instance={spans:.0f} "
+          f"load={load:.1f}")
 
 
 if __name__ == "__main__":

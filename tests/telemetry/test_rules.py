@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 
 from tests.telemetry.support import Collected
-from xflow_runtime.telemetry import inject_trace_context
+from xflow_runtime.telemetry import annotate_current_span, inject_trace_context
 from xflow_runtime.telemetry.spans import Telemetry, context_of, link_to, touch, traceparent_of
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -93,3 +93,43 @@ def test_a_cancelled_execution_is_stopped_not_failed() -> None:
         pass
     span = collected.one("invoke_workflow w")
     assert span.attributes["xflow.stopped"] is True and "error.type" not in span.attributes
+
+
+def test_a_protocol_client_annotates_the_tool_span_that_covers_its_call() -> None:
+    tracing, collected = telemetry()
+    with tracing.workflow("w", None, "i"):
+        with tracing.tool("search", "call-1", {}, replaying=False):
+            annotate_current_span({"mcp.method.name": "tools/call", "network.transport": "pipe"})
+    tool = collected.one("execute_tool search")
+    assert tool.attributes["mcp.method.name"] == "tools/call" and tool.attributes["network.transport"] == "pipe"
+    annotate_current_span({"ignored": True})  # outside any span of ours: nothing to annotate, no error
+
+
+_TEXT = st.text(max_size=20)
+_CALL = st.fixed_dictionaries({"id": _TEXT, "type": st.just("function"),
+                               "function": st.fixed_dictionaries({"name": _TEXT, "arguments": _TEXT})})
+_MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": _TEXT}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(st.none(), _TEXT)},
+                          optional={"tool_calls": st.lists(_CALL, max_size=3)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": _TEXT, "content": _TEXT}),
+)
+
+
+@given(st.lists(_MESSAGE, max_size=8))
+def test_captured_messages_keep_every_message_in_the_conventions_shape(messages) -> None:
+    import json
+
+    from xflow_runtime.telemetry.genai import as_json, input_messages
+
+    system, conversation = input_messages(messages)
+    assert len(system) == sum(m["role"] == "system" for m in messages)
+    assert [m["role"] for m in conversation] == [m["role"] for m in messages if m["role"] != "system"]
+    for original, converted in zip([m for m in messages if m["role"] != "system"], conversation):
+        kinds = [part["type"] for part in converted["parts"]]
+        if original["role"] == "tool":
+            assert kinds == ["tool_call_response"]
+        else:
+            assert kinds.count("tool_call") == len(original.get("tool_calls") or [])
+            assert ("text" in kinds) == bool(original.get("content"))
+    assert json.loads(as_json(conversation)) == conversation

@@ -130,6 +130,7 @@ class Runtime:
         self.http = http
         #: The budget of every expression and template evaluation (specs/limits.md).
         self.evaluation_limits = evaluation_limits
+        #: Where asynchronous ``aiagentproxy`` agents call back, and the secrets of their tokens.
         self.callbacks = callbacks
         #: OpenTelemetry (specs/observability.md): providers of our spans and GenAI metrics (default:
         #: the global ones, if an SDK is set up); ``capture_content`` records prompts, completions

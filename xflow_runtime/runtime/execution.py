@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -86,11 +88,16 @@ class Services:
         at the first instance (an embedder may set a global tracer provider after building the
         runtime). Without OpenTelemetry in use this imports nothing (``xflow_runtime.telemetry``)."""
         if self._telemetry is _UNRESOLVED:
-            from xflow_runtime.telemetry import resolve
-
             runtime = self.runtime
-            self._telemetry = resolve(runtime.tracer_provider, runtime.meter_provider,
-                                      capture_content=runtime.capture_content)
+            self._telemetry = None
+            # No provider given, no OpenTelemetry imported, no OTEL_* variable: off, without even
+            # importing our telemetry package (cold start). Otherwise its rules decide.
+            if (runtime.tracer_provider is not None or runtime.meter_provider is not None
+                    or "opentelemetry.trace" in sys.modules or any(name.startswith("OTEL_") for name in os.environ)):
+                from xflow_runtime.telemetry import resolve
+
+                self._telemetry = resolve(runtime.tracer_provider, runtime.meter_provider,
+                                          capture_content=runtime.capture_content)
         return self._telemetry
 
     async def agent_callback(self, request_id: str, token: str | None, body: Any) -> dict[str, Any]:

@@ -12,14 +12,15 @@ and never when ``OTEL_SDK_DISABLED=true``. Otherwise nothing of OpenTelemetry is
 check reads ``os.environ`` and ``sys.modules`` only, so cold start does not move.
 
 :func:`inject_trace_context` is for protocol clients (REST/GraphQL here; MCP and A2A clients):
-it adds ``traceparent`` (and ``tracestate``) of the current span to their headers.
+it adds ``traceparent`` (and ``tracestate``) of the current span to their headers;
+:func:`annotate_current_span` lets them add their attributes to the span that covers their call.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, MutableMapping
+from typing import TYPE_CHECKING, Any, Mapping, MutableMapping
 
 if TYPE_CHECKING:
     from xflow_runtime.telemetry.spans import Telemetry
@@ -85,4 +86,15 @@ def inject_trace_context(headers: MutableMapping[str, str]) -> MutableMapping[st
     return headers
 
 
-__all__ = ["CAPTURE_CONTENT_ENV", "capture_content_from_env", "inject_trace_context", "resolve"]
+def annotate_current_span(attributes: Mapping[str, Any]) -> None:
+    """Add ``attributes`` to our innermost span (an MCP client adds ``mcp.method.name`` … to the
+    ``execute_tool`` span that covers its call, as the conventions ask, instead of a second span).
+    A no-op, importing nothing, when no OpenTelemetry is in use."""
+    if "opentelemetry.trace" not in sys.modules:
+        return
+    from xflow_runtime.telemetry.spans import annotate
+
+    annotate(attributes)
+
+
+__all__ = ["annotate_current_span", "CAPTURE_CONTENT_ENV", "capture_content_from_env", "inject_trace_context", "resolve"]

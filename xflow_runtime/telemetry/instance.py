@@ -14,9 +14,12 @@ instance joins its trace (``specs/observability.md``, "One trace per instance").
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any, AsyncIterator
 
 from xflow_runtime.telemetry.spans import Telemetry, context_of, link_to, traceparent_of
+
+_log = logging.getLogger("xflow.telemetry")
 
 
 @contextlib.asynccontextmanager
@@ -28,7 +31,11 @@ async def traced_execution(telemetry: Telemetry, plan: Any, instance_id: str, po
         return
     from xflow_runtime.engine.durable.trace import read_trace, write_trace
 
-    stored = await read_trace(instance_id)
+    try:
+        stored = await read_trace(instance_id)
+    except Exception as error:  # noqa: BLE001 - tracing never fails an instance
+        _log.warning("instance %s: cannot read its stored trace context: %s", instance_id, error)
+        stored = None
     resumed = await port.load_recording()
     root = (stored or {}).get("root")
     parent = context_of(root)
@@ -37,5 +44,8 @@ async def traced_execution(telemetry: Telemetry, plan: Any, instance_id: str, po
                             parent_context=parent, links=links) as handle:
         mine = traceparent_of(handle)
         if mine is not None:
-            await write_trace(instance_id, {"root": root if parent is not None else mine, "last": mine})
+            try:
+                await write_trace(instance_id, {"root": root if parent is not None else mine, "last": mine})
+            except Exception as error:  # noqa: BLE001 - a later resume then starts a trace of its own
+                _log.warning("instance %s: cannot store its trace context: %s", instance_id, error)
         yield handle

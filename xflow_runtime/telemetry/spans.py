@@ -106,6 +106,14 @@ def inject(headers: MutableMapping[str, str]) -> None:
     propagate.inject(headers, context=current_context())
 
 
+def annotate(attributes: Any) -> None:
+    """Set ``attributes`` on our innermost span (kept for its start if it is deferred)."""
+    handle = _CURRENT.get()
+    if handle is not None:
+        for key, value in attributes.items():
+            handle.set(key, value)
+
+
 def touch() -> None:
     """Real work is happening here (a step's effect runs): start the deferred spans above it."""
     handle = _CURRENT.get()
