@@ -5,10 +5,8 @@ call log named by ``XFLOW_MCP_CALL_LOG`` (when set), so tests can count real exe
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 

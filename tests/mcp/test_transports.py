@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.servers import build_server
-from tests.mcp.support import ERAS, STDIO_COMMAND, HttpMcpServer, workflow
-from xflow_runtime.engine.inprocess import run_workflow
-
 pytest.importorskip("mcp")
+
+from tests.mcp.servers import build_server  # noqa: E402
+from tests.mcp.support import ERAS, STDIO_COMMAND, HttpMcpServer, workflow  # noqa: E402
+from xflow_runtime.engine.inprocess import run_workflow  # noqa: E402
+
 
 CALLS = """
 start: S

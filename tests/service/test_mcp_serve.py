@@ -5,7 +5,6 @@ service's authentication."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
