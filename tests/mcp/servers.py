@@ -74,6 +74,13 @@ def build_server(name: str = "test") -> MCPServer:
         _log(f"done wait_for {tag}")
         return Sum(total=len(tag))
 
+    @server.tool(description="The first call (marker file absent) kills this server process (stdio tests only).")
+    def die_once(marker: str) -> Sum:
+        if not Path(marker).exists():
+            Path(marker).touch()
+            os._exit(3)
+        return Sum(total=1)
+
     @server.tool(description="The environment variables this server process sees.")
     def environment() -> dict[str, list[str]]:
         return {"names": sorted(os.environ)}

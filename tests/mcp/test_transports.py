@@ -217,3 +217,12 @@ async def test_http_with_oauth2_client_credentials() -> None:
         assert tokens.only("POST", "/oauth/token")[0].form()["grant_type"] == ["client_credentials"]
     finally:
         tokens.stop()
+
+
+async def test_a_server_that_dies_is_unavailable_and_the_retry_starts_it_again(tmp_path) -> None:
+    plan = errors_plan("die_once", f"{{marker: '{tmp_path / 'died'}'}}", {"stdio": STDIO_COMMAND})
+    records: list[dict[str, Any]] = []
+    result = await run_workflow(plan, {}, observer=records.append, virtual_time=False)
+    assert result.status == "completed", result.error
+    assert result.output == {"total": 1}  # the second attempt reached a new server process
+    assert [r["error"]["code"] for r in records if r["event"] == "action_retry"] == ["MCPUnavailable"]
