@@ -5,10 +5,8 @@ call log named by ``XFLOW_MCP_CALL_LOG`` (when set), so tests can count real exe
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -75,6 +73,13 @@ def build_server(name: str = "test") -> MCPServer:
             await asyncio.sleep(0.02)
         _log(f"done wait_for {tag}")
         return Sum(total=len(tag))
+
+    @server.tool(description="The first call (marker file absent) kills this server process (stdio tests only).")
+    def die_once(marker: str) -> Sum:
+        if not Path(marker).exists():
+            Path(marker).touch()
+            os._exit(3)
+        return Sum(total=1)
 
     @server.tool(description="The environment variables this server process sees.")
     def environment() -> dict[str, list[str]]:

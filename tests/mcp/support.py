@@ -3,7 +3,6 @@ thread of its own, optionally behind a bearer-token check), and small helpers.""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import sys
 import threading

@@ -8,16 +8,17 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tests.agent.support import Records, client
-from tests.mcp.servers import build_server, long_named_tool
-from tests.mcp.support import STDIO_COMMAND, workflow
-from xflow_runtime.engine.inprocess import run_workflow
-from xflow_runtime.errors import DefinitionError
-from xflow_runtime.mcp.names import assign, model_name
 
 pytest.importorskip("mcp")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from tests.agent.support import Records, client  # noqa: E402
+from tests.mcp.servers import build_server, long_named_tool  # noqa: E402
+from tests.mcp.support import STDIO_COMMAND, workflow  # noqa: E402
+from xflow_runtime.engine.inprocess import run_workflow  # noqa: E402
+from xflow_runtime.errors import DefinitionError  # noqa: E402
+from xflow_runtime.mcp.names import assign, model_name  # noqa: E402
+
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 LONG = "reports." + "quarterly-" * 10 + "summary"  # 106 characters with a dot

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def lines(log: Path) -> list[str]:
 @pytest.mark.slow
 def test_sigkill_during_an_mcp_call_then_resume(scripted_model, tmp_path: Path) -> None:
     workflow = tmp_path / "agent.yaml"
-    workflow.write_text(AGENT.replace("PYTHON_EXE", os.sys.executable).replace("REPO_DIR", str(REPO))
+    workflow.write_text(AGENT.replace("PYTHON_EXE", sys.executable).replace("REPO_DIR", str(REPO))
                         .replace("BASE", scripted_model.api_base))
     extra = tmp_path / "server-changed"
     release = tmp_path / "release"

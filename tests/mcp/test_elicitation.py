@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.agent.support import Conversation, client
-from tests.mcp.servers import build_server
-from tests.mcp.support import HttpMcpServer, workflow
-from xflow_runtime.mcp.elicitation import answer_of
-
 pytest.importorskip("mcp")
+
+from tests.agent.support import Conversation, client  # noqa: E402
+from tests.mcp.servers import build_server  # noqa: E402
+from tests.mcp.support import HttpMcpServer, workflow  # noqa: E402
+from xflow_runtime.mcp.elicitation import answer_of  # noqa: E402
+
 
 AGENT = """
 start: ask

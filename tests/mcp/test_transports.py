@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.servers import build_server
-from tests.mcp.support import ERAS, STDIO_COMMAND, HttpMcpServer, workflow
-from xflow_runtime.engine.inprocess import run_workflow
-
 pytest.importorskip("mcp")
+
+from tests.mcp.servers import build_server  # noqa: E402
+from tests.mcp.support import ERAS, STDIO_COMMAND, HttpMcpServer, workflow  # noqa: E402
+from xflow_runtime.engine.inprocess import run_workflow  # noqa: E402
+
 
 CALLS = """
 start: S
@@ -145,24 +146,44 @@ async def test_a_command_that_does_not_exist_is_mcp_unavailable() -> None:
     assert result.output == {"handled": True}
 
 
+LATE = """
+start: S
+errors:
+  - {name: late, code: MCPTimeout}
+functions:
+  - {name: slow, type: mcp, operation: 'calc#slow'}
+states:
+  - name: S
+    type: operation
+    actions:
+      - functionRef: {refName: slow, arguments: {seconds: 2, tag: late}}
+    onErrors:
+      - {errorRef: late, transition: Linger}
+    end: true
+  - name: Linger            # the connection stays open while the cancelled handler would finish
+    type: sleep
+    duration: PT4S
+    end: true
+"""
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_late_call_times_out_and_is_cancelled(era: str, tmp_path) -> None:
     log = tmp_path / "calls.log"
     os.environ["XFLOW_MCP_CALL_LOG"] = str(log)  # the in-process server logs here
     try:
         records: list[dict[str, Any]] = []
-        plan = errors_plan("slow", "{seconds: 30, tag: late}", {"stdio": {"command": "unused"}}, timeout="PT0.5S")
-        plan.mcp_servers["calc"]  # compiled
+        plan = workflow(LATE, mcpServers=[{"name": "calc", "transport": {"stdio": {"command": "unused"}},
+                                           "protocol": era, "timeout": "PT0.5S"}])
         result = await run_workflow(plan, {}, observer=records.append, virtual_time=False,
                                     services={"mcp_servers": {"calc": build_server()}})
     finally:
         del os.environ["XFLOW_MCP_CALL_LOG"]
-    assert result.output == {"handled": True}
-    assert [r["error"]["code"] for r in records if r["event"] == "action_retry"] == ["MCPTimeout"]
+    assert result.status == "completed", result.error
+    assert any(r.get("state") == "Linger" for r in records)  # onErrors matched MCPTimeout
     lines = log.read_text().splitlines()
-    # both attempts started, none finished: the server's handler was cancelled each time
-    assert lines.count("start slow late") == 2 and "done slow late" not in lines
-
+    # started, never finished although the connection stayed open 4 s more: the request was cancelled
+    assert lines == ["start slow late"]
 
 def test_a_virtual_time_run_waits_for_the_real_server() -> None:
     """run_workflow_sync jumps over idle time; an MCP call is real work and is never overtaken."""
@@ -196,3 +217,12 @@ async def test_http_with_oauth2_client_credentials() -> None:
         assert tokens.only("POST", "/oauth/token")[0].form()["grant_type"] == ["client_credentials"]
     finally:
         tokens.stop()
+
+
+async def test_a_server_that_dies_is_unavailable_and_the_retry_starts_it_again(tmp_path) -> None:
+    plan = errors_plan("die_once", f"{{marker: '{tmp_path / 'died'}'}}", {"stdio": STDIO_COMMAND})
+    records: list[dict[str, Any]] = []
+    result = await run_workflow(plan, {}, observer=records.append, virtual_time=False)
+    assert result.status == "completed", result.error
+    assert result.output == {"total": 1}  # the second attempt reached a new server process
+    assert [r["error"]["code"] for r in records if r["event"] == "action_retry"] == ["MCPUnavailable"]

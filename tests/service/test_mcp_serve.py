@@ -5,7 +5,6 @@ service's authentication."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
@@ -49,15 +48,54 @@ states:
 """
 
 
+ASK = """
+id: ask
+version: '1.0'
+specVersion: '0.8'
+start: ask
+mcpServers:
+  - {name: prefs, transport: {http: {endpoint: 'ENDPOINT'}}, protocol: '2026-07-28'}
+states:
+  - name: ask
+    type: aiagent
+    agentName: helper
+    userMessage: '${ .message }'
+    tools:
+      - mcp: {server: prefs, include: [favourite]}
+    agentOutcomes:
+      - finish: true
+        dataFilter: {data: '${ {colour: .toolCalls[0].result.colour} }', toStateData: '${ .answer }'}
+    end: true
+"""
+
+
 @pytest.fixture(scope="module")
-def mcp_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+def mcp_server() -> Iterator[Any]:
+    from tests.mcp.support import HttpMcpServer
+
+    with HttpMcpServer() as server:  # an MCP server the service's agents use (elicitation)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Any]:
+    from xflow_runtime.testing import ScriptedModelServer
+
+    with ScriptedModelServer([{"tool_calls": [{"name": "prefs_favourite", "arguments": {}}]},
+                              {"text": "noted"}]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mcp_service(tmp_path_factory: pytest.TempPathFactory, mcp_server: Any, model: Any) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("mcp-serve")
     workflows = root / "workflows"
     workflows.mkdir()
-    for name, text in (("double", DOUBLE), ("slow", SLOW), ("hidden", HIDDEN)):
+    for name, text in (("double", DOUBLE), ("slow", SLOW), ("hidden", HIDDEN),
+                       ("ask", ASK.replace("ENDPOINT", mcp_server.url))):
         (workflows / f"{name}.yaml").write_text(text)
     process = ServiceProcess(workflows, f"sqlite:///{root / 'store' / 'xflow.sqlite'}", auth="jwt",
-                             extra=["--mcp", "--mcp-wait", "1"]).start()
+                             llm_api_base=model.api_base, extra=["--mcp", "--mcp-wait", "1"]).start()
     yield process
     process.stop()
 
@@ -110,3 +148,17 @@ def test_mcp_requests_need_a_credential(mcp_service: ServiceProcess) -> None:
     response = httpx.post(f"{mcp_service.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                           headers={"Accept": "application/json, text/event-stream"}, timeout=30)
     assert_problem(response, 401)
+
+
+def test_an_elicitation_is_answered_through_the_chat_endpoint(mcp_service: ServiceProcess) -> None:
+    headers = {"Authorization": f"Bearer {jwt_token('a', 'ann')}"}
+    with httpx.Client(base_url=mcp_service.url, timeout=90, headers=headers) as http:
+        started = http.post("/v1/workflows/ask/instances", json={"message": "pick a colour"},
+                            headers={"Prefer": "wait=30"})
+        assert started.status_code == 201, started.text
+        body = started.json()
+        assert body["status"] == "waiting" and body["waiting_for"] == "message", body
+        answered = http.post(f"/v1/instances/{body['id']}/messages", json={"text": "teal"})
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["status"] == "completed"
+        assert answered.json()["output"]["answer"] == {"colour": "teal"}

@@ -59,7 +59,9 @@ class Connection:
             self.task.cancel()
         with contextlib.suppress(BaseException):
             await self.task
-        if self._ready.done() and not self._ready.cancelled():
+        if not self._ready.done():  # cancelled before its first step: nobody may wait forever
+            self._ready.set_exception(ConnectionError("the connection was closed"))
+        if not self._ready.cancelled():
             self._ready.exception()  # retrieved: no "exception never retrieved" warning
 
 
