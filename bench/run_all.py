@@ -183,6 +183,7 @@ BENCHMARKS = (
               reported("functions_", "ours_us", "baseline_us", "ratio")),
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
+    Benchmark("a2a", "bench_a2a.py", (), ("--quick",), reported("a2a_proxy", "ours_ms", "baseline_ms", "ratio")),
 )
 
 

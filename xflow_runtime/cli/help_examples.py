@@ -38,7 +38,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory export-user": ("xflow memory export-user ann --tenant acme -o ann.json",),
     "memory reindex": ("xflow memory reindex --embedding-model openai/text-embedding-3-small --json",),
     "serve": ("xflow serve --workflows workflows/ --auth keys --port 8080",
-              "xflow serve --workflows workflows/ --auth none      # loopback only"),
+              "xflow serve --workflows workflows/ --auth none      # loopback only",
+              "xflow serve --workflows workflows/ --a2a --a2a-callback-secret-env XFLOW_A2A_SECRET \\\n"
+              "            --a2a-callback-url https://flows.example.com   # A2A agents in and out"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),
