@@ -71,6 +71,8 @@ _ERASE_POSTGRES = [
 ]
 #: human tasks created by the user's instances (their input is the instance's data)
 _ERASE_TASKS = "DELETE FROM xflow_user_tasks WHERE tenant_id = :tenant AND instance_id IN :instances"
+#: webhooks (URLs, tokens) the user's A2A client gave for the user's instances (specs/a2a.md §5)
+_ERASE_PUSH = "DELETE FROM xflow_a2a_push_configs WHERE tenant_id = :tenant AND task_id IN :instances"
 _COUNT_EMBEDDINGS = ("SELECT count(*) FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user "
                      "AND embedding IS NOT NULL")
 # SQLite: the FTS rows go with their base rows through triggers; this sweep also removes entries
@@ -100,11 +102,11 @@ def erase(connection: Connection, tenant: str, user: str,
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
-    counts["user_tasks"] = 0
-    if instance_ids:
-        tasks = text(_ERASE_TASKS).bindparams(bindparam("instances", expanding=True))
-        counts["user_tasks"] = connection.execute(
-            tasks, {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
+    for name, statement in (("user_tasks", _ERASE_TASKS), ("a2a_push_configs", _ERASE_PUSH)):
+        counts[name] = 0
+        if instance_ids:
+            counts[name] = connection.execute(text(statement).bindparams(bindparam("instances", expanding=True)),
+                                              {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
     if sqlite_db:
         # FTS5 keeps deleted terms in its segments until they are merged: merge now
         for table in ("xflow_memories_fts", "xflow_chat_messages_fts"):
