@@ -207,6 +207,7 @@ BENCHMARKS = (
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
     Benchmark("fleet", "bench_fleet.py", (), ("--quick",), fleet_rows),
+    Benchmark("a2a", "bench_a2a.py", (), ("--quick",), reported("a2a_proxy", "ours_ms", "baseline_ms", "ratio")),
 )
 
 

@@ -17,8 +17,8 @@ import httpx
 
 from tests.service.support import ROOT, ServiceProcess, bearer, free_port, jwt_token
 
-__all__ = ["AgentProcess", "ROOT", "SECRET", "SECRET_ENV", "ServiceProcess", "TEMPLATE", "service_token",
-           "start_and_wait", "write_workflow"]
+__all__ = ["AgentProcess", "ROOT", "SECRET", "SECRET_ENV", "ServiceProcess", "TEMPLATE", "WebhookReceiver",
+           "eventually", "history", "service_token", "start_and_wait", "view", "write_workflow"]
 
 SECRET_ENV = "XFLOW_TEST_A2A_SECRET"
 SECRET = "the-a2a-callback-secret-of-the-tests-0123456789"
@@ -74,6 +74,27 @@ def write_workflow(directory: Path, workflow_id: str, agent_port: int, mode: str
 
 def service_token(tenant: str = "a") -> dict[str, str]:
     return bearer(jwt_token(tenant, "svc", role="service", expires_in=3600))
+
+
+def history(service: ServiceProcess, instance_id: str) -> list[dict[str, Any]]:
+    response = httpx.get(f"{service.url}/v1/instances/{instance_id}/history?limit=500", headers=service_token())
+    assert response.status_code == 200, response.text
+    return response.json()["items"]
+
+
+def view(service: ServiceProcess, instance_id: str) -> dict[str, Any]:
+    return httpx.get(f"{service.url}/v1/instances/{instance_id}", headers=service_token()).json()
+
+
+def eventually(check: Any, timeout: float = 90.0) -> Any:
+    """The first truthy result of ``check()`` within ``timeout`` seconds (else AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not reached within {timeout} s: {check}")
 
 
 def start_and_wait(service: ServiceProcess, workflow_id: str, request: str, wait: int = 30) -> dict[str, Any]:

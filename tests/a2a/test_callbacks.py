@@ -4,33 +4,17 @@ derivation and the body checks of :mod:`xflow_runtime.a2a.callbacks`."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.a2a.support import SECRET, ServiceProcess, service_token, start_and_wait
+from tests.a2a.support import SECRET, ServiceProcess, eventually, history, service_token, view
 from tests.service.support import assert_problem
 from xflow_runtime.a2a.callbacks import CallbackRefused, call_token, secret_bytes, verify
 
 KEY = secret_bytes(SECRET)
-
-
-def _history(service: ServiceProcess, instance_id: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{service.url}/v1/instances/{instance_id}/history?limit=500",
-                     headers=service_token()).json()["items"]
-
-
-def _wait_for(check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not reached: {check}")
 
 
 def _post(service: ServiceProcess, instance_id: str, call_id: str, body: Any, token: str | None) -> httpx.Response:
@@ -51,7 +35,7 @@ def test_forged_replayed_and_late_callbacks_change_nothing(service: ServiceProce
                          json={"request": "slow 3 genuine"}, headers=service_token())
     assert started.status_code == 201, started.text
     instance_id = started.json()["id"]
-    task = _wait_for(lambda: next((r for r in _history(service, instance_id) if r["event"] == "a2a_task"), None))
+    task = eventually(lambda: next((r for r in history(service, instance_id) if r["event"] == "a2a_task"), None))
     call_id, task_id = task["call"], task["task_id"]
 
     # forged: no token, a wrong token, the token of another call or of another instance → 401
@@ -67,19 +51,18 @@ def test_forged_replayed_and_late_callbacks_change_nothing(service: ServiceProce
         assert _post(service, instance_id, call_id, _completed_claim(task_id), good).status_code == 202
     # the right token naming another task: recorded as ignored
     assert _post(service, instance_id, call_id, _completed_claim("another-task"), good).status_code == 202
-    _wait_for(lambda: any(r["event"] == "a2a_callback_ignored" for r in _history(service, instance_id)))
+    eventually(lambda: any(r["event"] == "a2a_callback_ignored" for r in history(service, instance_id)))
 
-    view = _wait_for(lambda: (v := httpx.get(f"{service.url}/v1/instances/{instance_id}",
-                                             headers=service_token()).json())["status"] == "completed" and v)
-    assert view["output"]["answer"] == {"answer": "genuine", "n": 42, "response": "echo: genuine"}
-    records = _history(service, instance_id)
+    done = eventually(lambda: (v := view(service, instance_id))["status"] == "completed" and v)
+    assert done["output"]["answer"] == {"answer": "genuine", "n": 42, "response": "echo: genuine"}
+    records = history(service, instance_id)
     reads = [r for r in records if r["event"] == "a2a_task_read"]
     assert [r["status"] for r in reads][-1] == "completed"
     assert all(r["status"] in ("working", "completed") for r in reads)
 
     # late: the wait is over → 410, and the history does not grow
     assert_problem(_post(service, instance_id, call_id, _completed_claim(task_id), good), 410)
-    assert len(_history(service, instance_id)) == len(records)
+    assert len(history(service, instance_id)) == len(records)
 
 
 def test_an_unknown_instance_is_404_and_nothing_is_delivered(service: ServiceProcess) -> None:

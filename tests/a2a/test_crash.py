@@ -5,28 +5,12 @@ the uninterrupted run's."""
 from __future__ import annotations
 
 import signal
-import time
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.a2a.support import AgentProcess, ServiceProcess, service_token, start_and_wait
-
-
-def _history(service: ServiceProcess, instance_id: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{service.url}/v1/instances/{instance_id}/history?limit=500",
-                     headers=service_token()).json()["items"]
-
-
-def _eventually(check: Any, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not reached: {check}")
+from tests.a2a.support import (AgentProcess, ServiceProcess, eventually, history, service_token, start_and_wait,
+                               view)
 
 
 @pytest.mark.parametrize("workflow", ["ledger-push", "ledger-poll"])
@@ -40,18 +24,17 @@ def test_a_sigkill_during_the_wait_repeats_no_completed_call(service: ServicePro
                          headers=service_token())
     assert started.status_code == 201, started.text
     instance_id = started.json()["id"]
-    task = _eventually(lambda: next((r for r in _history(service, instance_id) if r["event"] == "a2a_task"), None))
+    task = eventually(lambda: next((r for r in history(service, instance_id) if r["event"] == "a2a_task"), None))
     # the agent is working on the task and the instance is waiting for it: kill the runtime
     assert service.stop(signal.SIGKILL) == -signal.SIGKILL
     # the agent finishes while the runtime is down (its push, if any, finds nobody)
-    _eventually(lambda: any(c["task_id"] == task["task_id"] and c["event"] == "completed" for c in agent.calls()))
+    eventually(lambda: any(c["task_id"] == task["task_id"] and c["event"] == "completed" for c in agent.calls()))
     service.start()
-    view = _eventually(lambda: (v := httpx.get(f"{service.url}/v1/instances/{instance_id}",
-                                               headers=service_token()).json())["status"] == "completed" and v)
-    assert view["output"] == uninterrupted["output"]
+    resumed = eventually(lambda: (v := view(service, instance_id))["status"] == "completed" and v)
+    assert resumed["output"] == uninterrupted["output"]
     mine = [c for c in agent.calls() if c["text"] == request]
     # two runs (uninterrupted + crashed) → two tasks, each started and completed exactly once
     assert sorted(c["event"] for c in mine) == ["completed", "completed", "started", "started"]
     assert len({c["task_id"] for c in mine}) == 2
-    sends = [r for r in _history(service, instance_id) if r["event"] == "a2a_task"]
+    sends = [r for r in history(service, instance_id) if r["event"] == "a2a_task"]
     assert len(sends) == 1

@@ -3,20 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
 import pytest
 
-from tests.a2a.support import AgentProcess, ServiceProcess, service_token, start_and_wait
+from tests.a2a.support import AgentProcess, ServiceProcess, history, start_and_wait
 
 MODES = ("ledger-blocking", "ledger-poll", "ledger-push")
-
-
-def _history(service: ServiceProcess, instance_id: str) -> list[dict[str, Any]]:
-    response = httpx.get(f"{service.url}/v1/instances/{instance_id}/history?limit=500", headers=service_token())
-    assert response.status_code == 200, response.text
-    return response.json()["items"]
 
 
 @pytest.mark.parametrize("workflow", MODES)
@@ -28,7 +19,7 @@ def test_a_completed_task_is_the_agent_outcome(service: ServiceProcess, agent: A
     calls = [c for c in agent.calls() if c["text"] == "slow 0.3 twelve" and c["event"] == "completed"]
     assert calls, "the agent was called"
     mode = workflow.removeprefix("ledger-")
-    [call] = [r for r in _history(service, view["id"]) if r["event"] == "a2a_call"]
+    [call] = [r for r in history(service, view["id"]) if r["event"] == "a2a_call"]
     assert call["mode"] == mode
 
 
@@ -53,5 +44,5 @@ def test_push_mode_is_woken_by_the_agents_callback(service: ServiceProcess) -> N
     """The fallback read of this workflow comes after 60 s: an answer within the wait was a callback."""
     view = start_and_wait(service, "ledger-push-slow-fallback", "slow 1 callback", wait=45)
     assert view["status"] == "completed", view
-    reads = [r for r in _history(service, view["id"]) if r["event"] == "a2a_task_read"]
+    reads = [r for r in history(service, view["id"]) if r["event"] == "a2a_task_read"]
     assert reads and reads[-1]["woken_by"] == "callback" and reads[-1]["status"] == "completed"

@@ -63,7 +63,7 @@ def test_the_readme_cli_section_matches_the_commands_help() -> None:
             subcommands = words[2].split("|")
             assert set(subcommands) <= {p[1] for p in PARSERS if len(p) > 1 and p[0] == command}
             usage = "".join(PARSERS[(command, sub)].format_help() for sub in subcommands)
-        for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line):
+        for option in re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", line):  # --a2a has a digit
             assert re.search(rf"(?<![\w-]){re.escape(option)}\b", usage), f"README: {command} {option} not in --help"
         if command == "completion":
             assert set(words[2].split("|")) == {"bash", "zsh", "tcsh"}

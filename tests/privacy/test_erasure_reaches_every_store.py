@@ -33,6 +33,8 @@ MEMORY_COUNTS = {
     "user_tasks": "SELECT count(*) FROM xflow_user_tasks WHERE tenant_id = :t AND instance_id IN ('erase-a', 'erase-b')",
     "agent_proxy_requests": "SELECT count(*) FROM xflow_agent_proxy_requests WHERE tenant_id = :t "
                             "AND instance_id IN ('erase-a', 'erase-b')",
+    "a2a_push_configs": "SELECT count(*) FROM xflow_a2a_push_configs WHERE tenant_id = :t "
+                        "AND task_id IN ('erase-a', 'erase-b')",
 }
 
 
@@ -84,6 +86,14 @@ def give_keys(memory_url: str) -> None:
             keys.create(TENANT, user=user, role="user", name="phone")
     finally:
         keys.close()
+    # and a webhook the erased user's A2A client gave for one of their instances (specs/a2a.md)
+    from xflow_runtime.service.a2a_push import PushConfigs
+
+    configs = PushConfigs(memory_url)
+    try:
+        configs.put(TENANT, "erase-a", {"url": "https://hooks.example.com/a2a", "token": f"token-of-{ERASED}"})
+    finally:
+        configs.close()
 
 
 async def test_erasure_leaves_no_trace_in_either_store(stores: Stores, workflow: Path, llm) -> None:
@@ -97,6 +107,7 @@ async def test_erasure_leaves_no_trace_in_either_store(stores: Stores, workflow:
         before_memory = memory_counts(stores.memory_url, ERASED)
         before_durable = durable_counts(stores.durable_url, ["erase-a", "erase-b"])
         assert before_memory["chat_messages"] >= 4 and before_memory["facts"] == 1 and before_memory["memories"] == 1
+        assert before_memory["a2a_push_configs"] == 1
         assert before_durable["operation_outputs"] > 0 and before_durable["streams"] > 0
         assert before_durable["notifications"] == 1  # the event queued for the waiting instance
         kept_before = await export_user(KEPT, tenant=TENANT, database_url=stores.url)

@@ -30,7 +30,7 @@ async def invoke_a2a(fn: FunctionDef, arguments: Any, context: FunctionContext) 
     timeout = context.http.timeouts.get(fn.name, context.http.timeout)
     if isinstance(arguments, Mapping) and ENVELOPE in arguments:
         timeout = float(arguments.get("timeout") or timeout)
-    target = wire.AgentTarget(str(fn.operation), await auth_headers(fn.auth, context), timeout)
+    target = wire.AgentTarget(_card_url(fn, context), await auth_headers(fn.auth, context), timeout)
     if not isinstance(arguments, Mapping) or ENVELOPE not in arguments:
         return await _one_message(fn, target, arguments)
     operation = arguments[ENVELOPE]
@@ -46,6 +46,17 @@ async def invoke_a2a(fn: FunctionDef, arguments: Any, context: FunctionContext) 
     if operation == "cancel":
         return await wire.cancel_task(target, card, str(arguments["taskId"]))
     raise WorkflowError(f"function '{fn.name}': unknown A2A operation {operation!r}", code=codes.PROTOCOL_ERROR)
+
+
+def _card_url(fn: FunctionDef, context: FunctionContext) -> str:
+    """The operation's card URL; ``HttpSettings.base_urls[<function name>]`` replaces its base (the
+    scheme, host and any path before the card's), as it does for ``rest`` functions."""
+    override = context.http.base_urls.get(fn.name)
+    if not override:
+        return str(fn.operation)
+    _, path = wire.split_card_url(str(fn.operation))
+    card = path[path.rfind("/.well-known/"):] if "/.well-known/" in path else "/" + path.rsplit("/", 1)[-1]
+    return override.rstrip("/") + card
 
 
 async def _one_message(fn: FunctionDef, target: wire.AgentTarget, arguments: Any) -> dict[str, Any]:

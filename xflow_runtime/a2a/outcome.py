@@ -52,13 +52,13 @@ def agent_outcome(agent: str, reply: Mapping[str, Any]) -> dict[str, Any]:
             parts = list(reply["message"].get("parts") or ())
         elif not parts:
             parts = list(((task.get("status") or {}).get("message") or {}).get("parts") or ())
-        values, text = _values(parts)
+        values, text = split_parts(parts)
         if text:
             values.setdefault("response", text)
         return {"returnValues": values, "log": text or json.dumps(values, sort_keys=True),
                 "status": "completed", **ids}
     message_parts = list(((task.get("status") or {}).get("message") or {}).get("parts") or ())
-    values, text = _values(message_parts)
+    values, text = split_parts(message_parts)
     if state == INPUT:
         return {"returnValues": {"question": text, **values}, "log": text, "status": "input-required", **ids}
     if state in _ERRORS:
@@ -69,7 +69,9 @@ def agent_outcome(agent: str, reply: Mapping[str, Any]) -> dict[str, Any]:
                         code=codes.PROTOCOL_ERROR, details={"taskId": ids["taskId"]})
 
 
-def _values(parts: list[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
+def split_parts(parts: list[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
+    """(the data parts merged — objects key by key, a non-object under ``data``, URL parts under
+    ``files`` — and the text parts joined by newlines)."""
     values: dict[str, Any] = {}
     texts: list[str] = []
     for part in parts:

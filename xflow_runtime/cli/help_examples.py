@@ -42,7 +42,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "xflow serve --workflows workflows/ --auth none      # loopback only",
               "xflow serve --workflows workflows/ --public-url https://flows.example.com "
               "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback",
-              "xflow serve --workflows workflows/ --mcp --mcp-wait 10   # marked workflows as MCP tools at /mcp"),
+              "xflow serve --workflows workflows/ --mcp --mcp-wait 10   # marked workflows as MCP tools at /mcp",
+              "xflow serve --workflows workflows/ --a2a --a2a-callback-secret-env XFLOW_A2A_SECRET \\\n"
+              "            --a2a-callback-url https://flows.example.com   # A2A agents in and out"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
                "xflow worker --db postgresql://xflow@db/xflow --llm-rate-limit openai=3000/60 --drain-seconds 30"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),

@@ -350,20 +350,14 @@ class Runtime:
         answers arrive as ``agent_reply`` history records (``on_history``). See specs/agent.md."""
         from xflow_runtime.agent import USER_MESSAGE_TOPIC
 
-        await self.open()
-        if self._durable is not None:
-            if await self._durable.status(instance_id) is None:
-                raise UnknownInstance(f"no instance {instance_id!r}")
-            await self._durable.send(instance_id, USER_MESSAGE_TOPIC, message)
-            return
-        instance = self._local.get(instance_id)
-        if instance is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
-        instance.deliver(USER_MESSAGE_TOPIC, message)
+        await self._send_topic(instance_id, USER_MESSAGE_TOPIC, message)
 
     async def deliver_callback(self, instance_id: str, topic: str, payload: Any, *, idempotency_key: str) -> None:
         """Hand an already verified callback (e.g. an A2A push notification, specs/a2a.md) to the
         wait of ``instance_id`` on ``topic``; the same ``idempotency_key`` twice is delivered once."""
+        await self._send_topic(instance_id, topic, payload, idempotency_key)
+
+    async def _send_topic(self, instance_id: str, topic: str, payload: Any, idempotency_key: str | None = None) -> None:
         await self.open()
         if self._durable is not None:
             if await self._durable.status(instance_id) is None:
@@ -376,17 +370,7 @@ class Runtime:
         instance.deliver(topic, payload)
 
     async def _deliver(self, instance_id: str, cloud_event: dict[str, Any]) -> None:
-        topic = execution.event_topic(cloud_event)
-        if self._durable is not None:
-            if await self._durable.status(instance_id) is None:
-                raise UnknownInstance(f"no instance {instance_id!r}")
-            await self._durable.send(instance_id, topic, cloud_event,
-                                     idempotency_key=cloud_event.get("id"))
-            return
-        instance = self._local.get(instance_id)
-        if instance is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
-        instance.deliver(topic, cloud_event)
+        await self._send_topic(instance_id, execution.event_topic(cloud_event), cloud_event, cloud_event.get("id"))
 
     async def _result(self, instance_id: str) -> Any:
         if self._durable is not None:

@@ -8,8 +8,8 @@
   completed → ``TASK_STATE_COMPLETED`` with one artifact ``output`` (the output as a data part,
   plus its ``response`` as a text part when that is a string); failed → ``TASK_STATE_FAILED``
   with the error's message; cancelled → ``TASK_STATE_CANCELED``.
-- input: the data parts of the message merged (objects key by key; the first non-object one is
-  taken whole), and the text parts joined under ``message`` when there are any."""
+- input: the data parts of the message merged (objects key by key; a non-object one under
+  ``data``), and the text parts joined under ``message`` when there are any."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from xflow_runtime.a2a.outcome import whole_numbers
+from xflow_runtime.a2a.outcome import split_parts
 
 #: The workflow metadata key that exposes a workflow over ``xflow serve --a2a``.
 EXPOSE_KEY = "xflow.a2a.expose"
@@ -38,23 +38,9 @@ def task_id_for(tenant: str, user: str | None, workflow_id: str, message_id: str
     return str(uuid.uuid5(_TASKS, "\n".join((tenant, user or "", workflow_id, message_id))))
 
 
-def input_of(parts: Sequence[Mapping[str, Any]]) -> Any:
-    data: Any = None
-    texts: list[str] = []
-    for part in parts:
-        if "text" in part:
-            texts.append(str(part["text"]))
-        elif "data" in part:
-            value = whole_numbers(part["data"])
-            if isinstance(value, dict) and (data is None or isinstance(data, dict)):
-                data = {**(data or {}), **value}
-            elif data is None:
-                data = value
-    if not texts:
-        return {} if data is None else data
-    if data is None:
-        return {"message": "\n".join(texts)}
-    return {**data, "message": "\n".join(texts)} if isinstance(data, dict) else data
+def input_of(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    values, text = split_parts(list(parts))
+    return {**values, "message": text} if text else values
 
 
 def message_text(parts: Sequence[Mapping[str, Any]]) -> str:

@@ -20,8 +20,7 @@ _ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 
 @router.post("/{instance_id}/{call_id}", status_code=202, summary="A push notification from an A2A agent",
-             openapi_extra={"requestBody": {"content": {"application/json": {"schema": {"type": "object"}},
-                                                        "application/a2a+json": {"schema": {"type": "object"}}}}})
+             include_in_schema=False)
 async def a2a_callback(instance_id: str, call_id: str, request: Request) -> Any:
     from xflow_runtime.a2a import callback_topic
     from xflow_runtime.a2a.callbacks import CallbackRefused, secret_bytes, verify

@@ -74,6 +74,8 @@ _ERASE_TASKS = "DELETE FROM xflow_user_tasks WHERE tenant_id = :tenant AND insta
 #: requests of the user's instances to asynchronous proxy agents (their answers)
 _ERASE_PROXY_REQUESTS = ("DELETE FROM xflow_agent_proxy_requests WHERE tenant_id = :tenant "
                          "AND instance_id IN :instances")
+#: webhooks (URLs, tokens) the user's A2A client gave for the user's instances (specs/a2a.md §5)
+_ERASE_PUSH = "DELETE FROM xflow_a2a_push_configs WHERE tenant_id = :tenant AND task_id IN :instances"
 _COUNT_EMBEDDINGS = ("SELECT count(*) FROM xflow_memories WHERE tenant_id = :tenant AND user_id = :user "
                      "AND embedding IS NOT NULL")
 # SQLite: the FTS rows go with their base rows through triggers; this sweep also removes entries
@@ -103,9 +105,11 @@ def erase(connection: Connection, tenant: str, user: str,
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
-    counts["user_tasks"] = counts["agent_proxy_requests"] = 0
-    if instance_ids:
-        for name, statement in (("user_tasks", _ERASE_TASKS), ("agent_proxy_requests", _ERASE_PROXY_REQUESTS)):
+    tables = (("user_tasks", _ERASE_TASKS), ("agent_proxy_requests", _ERASE_PROXY_REQUESTS),
+              ("a2a_push_configs", _ERASE_PUSH))
+    for name, statement in tables:
+        counts[name] = 0
+        if instance_ids:
             counts[name] = connection.execute(text(statement).bindparams(bindparam("instances", expanding=True)),
                                               {"tenant": tenant, "instances": list(instance_ids)}).rowcount or 0
     if sqlite_db:
