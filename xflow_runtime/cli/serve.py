@@ -46,6 +46,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--drain-seconds", type=float, default=10.0)
     parser.add_argument("--sonataflow-routes", action="store_true",
                         help="also answer SonataFlow's POST /{workflowId} and GET /{workflowId}/{instanceId}")
+    parser.add_argument("--no-console", action="store_true",
+                        help="do not serve the web console under /ui (specs/console.md)")
     parser.set_defaults(handler=serve_command)
 
 
@@ -109,7 +111,7 @@ def serve_command(args: argparse.Namespace) -> int:
         runtime = Runtime("durable", database_url=args.db, llm=llm)
         app = create_app(runtime, workflows=args.workflows, auth=auth,
                          options=ServiceOptions(max_body_bytes=args.max_body_bytes),
-                         sonataflow_routes=args.sonataflow_routes)
+                         sonataflow_routes=args.sonataflow_routes, console=not args.no_console)
     except (XFlowError, OSError) as error:
         print(f"xflow serve: {error}", file=sys.stderr)
         return 2

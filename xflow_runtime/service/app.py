@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import (routes_chat, routes_events, routes_instances, routes_memory, routes_ops,
-                                   routes_privacy, routes_tasks)
+from xflow_runtime.service import (routes_chat, routes_events, routes_graph, routes_instances, routes_memory,
+                                   routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -31,7 +31,8 @@ API_VERSION = "1.0.0"
 
 
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
-               options: ServiceOptions | None = None, sonataflow_routes: bool = False) -> FastAPI:
+               options: ServiceOptions | None = None, sonataflow_routes: bool = False,
+               console: bool = True) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -46,9 +47,13 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
                   description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
     app.state.xflow = state
     install_problem_handlers(app)
-    for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
-                   routes_tasks):
+    for module in (routes_instances, routes_graph, routes_events, routes_chat, routes_memory, routes_privacy,
+                   routes_ops, routes_tasks):
         app.include_router(module.router)
+    if console:  # the web console under /ui: page shells and scripts only, no route of its own in /v1
+        from xflow_runtime.service import console as console_pages
+
+        app.include_router(console_pages.router)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 
