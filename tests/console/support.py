@@ -22,11 +22,11 @@ HOW_TO_INSTALL = ("the console's browser tests need Debian's chromium and the Py
                   "`apt-get install -y chromium` and `pip install -e '.[dev]'` (playwright, axe-playwright-python)")
 
 
-def need_browser() -> str:
+def need_browser(executable: str = CHROMIUM) -> str:
     """The chromium executable, else skip (a developer's machine) or fail (CI=true: CI must run them)."""
     missing = []
-    if not Path(CHROMIUM).is_file():
-        missing.append(f"no chromium at {CHROMIUM}")
+    if not Path(executable).is_file():
+        missing.append(f"no chromium at {executable}")
     for module in ("playwright", "axe_playwright_python"):
         try:
             __import__(module)
@@ -37,7 +37,7 @@ def need_browser() -> str:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    return CHROMIUM
+    return executable
 
 
 def axe_source() -> str:

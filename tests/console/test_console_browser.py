@@ -52,6 +52,16 @@ class Console:
         assert AXE[name] == [], (name, AXE[name])
         assert self.errors == [], self.errors
 
+    def wait_for_url(self, pattern: str) -> None:
+        """As Playwright's, but a timeout says what the page showed (a refused call, an error)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            self.page.wait_for_url(re.compile(pattern))
+        except PlaywrightTimeout:
+            shown = self.page.evaluate("() => [...document.querySelectorAll('#alert, .error')].map(e => e.textContent)")
+            raise AssertionError(f"still at {self.page.url}; the page says {shown}; errors {self.errors}") from None
+
     def close(self) -> None:
         self.context.close()
 
@@ -79,14 +89,14 @@ def test_sign_in_then_every_state_of_every_workflow_is_on_its_diagram(console, c
     session = console(None)
     page = session.page
     page.goto(session.base + "/ui/")
-    page.wait_for_url(re.compile(r"/ui/login"))
+    session.wait_for_url(r"/ui/login")
     session.check("login")
     page.fill("#token", "xfk_wrong_credential")
     page.click("button:has-text('Sign in')")
     page.wait_for_selector("#alert:has-text('refused')")
     page.fill("#token", console_keys["operator"])
     page.click("button:has-text('Sign in')")
-    page.wait_for_url(re.compile(r"/ui/workflows$"))
+    session.wait_for_url(r"/ui/workflows$")
     page.wait_for_selector("#workflows tbody tr")
     assert page.inner_text("#who").startswith("(no user) · service")
     session.check("workflows")
@@ -102,6 +112,9 @@ def test_sign_in_then_every_state_of_every_workflow_is_on_its_diagram(console, c
             assert page.locator("#diagram path.edge.kind-error").count() == 1
             assert page.locator("#diagram path.edge.kind-compensation").count() == 1
             assert page.locator("#diagram path.edge.kind-condition").count() == 1
+            line = next(i for i, text in enumerate(path.read_text().split("\n"), 1) if "name: limbo" in text)
+            assert "warning XF119" in page.inner_text(f"#line-{line}")  # under its line of the source
+            assert page.inner_text("#warning-count").startswith("1 lint warning")
             page.focus("#diagram .node[data-state='classify']")  # the states take keyboard focus
             page.keyboard.press("Tab")
             assert page.evaluate("document.activeElement.dataset.state") == "reserve"
@@ -113,7 +126,7 @@ def test_an_instance_started_in_the_console_updates_its_timeline_live(console, c
     page = session.open("/ui/workflows/waiter")
     page.fill("#start-input", '{"who": "console"}')
     page.click("#start-form button")
-    page.wait_for_url(re.compile(r"/ui/instances/[0-9a-f-]+$"))
+    session.wait_for_url(r"/ui/instances/[0-9a-f-]+$")
     instance_id = page.url.rsplit("/", 1)[1]
     page.wait_for_selector("#timeline li[data-event='state_entered']")
     page.wait_for_selector("#live:has-text('live')")

@@ -93,3 +93,4 @@ def test_a_long_chain_is_laid_out_without_recursion() -> None:
     names = [f"s{i}" for i in range(5000)]
     layout = layered_layout(names, list(zip(names, names[1:])) + [(names[-1], names[0])], names[0])
     assert layout.layers[names[-1]] == 4999 and layout.back_edges == {(names[-1], names[0])}
+
