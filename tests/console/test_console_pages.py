@@ -9,8 +9,9 @@ from typing import Iterator
 
 import httpx
 import pytest
+import yaml
 
-from tests.service.support import ServiceProcess, assert_problem
+from tests.service.support import ServiceProcess, assert_problem, bearer, jwt_token
 
 HERE = Path(__file__).parent
 PAGES = ["/ui/login", "/ui/workflows", "/ui/workflows/waiter", "/ui/instances", "/ui/instances/x-1", "/ui/tasks",
@@ -71,3 +72,23 @@ def test_only_the_packages_own_files_are_served(servers) -> None:
                      "..%2Ftemplates%2Fbase.html"]:
             assert client.get(f"/ui/static/{name}").status_code == 404, name
         assert "/ui" not in " ".join(client.get("/openapi.json").json()["paths"])
+
+
+def test_the_graph_and_me_endpoints_answer_what_the_console_draws(servers) -> None:
+    on, _ = servers
+    ann = bearer(jwt_token("a", "ann", groups=["managers", 7]))
+    with httpx.Client(base_url=on.url, timeout=60) as client:
+        assert client.get("/v1/me", headers=ann).json() == {"tenant": "a", "user": "ann", "role": "user",
+                                                              "groups": ["managers"]}
+        assert_problem(client.get("/v1/me"), 401)
+        assert_problem(client.get("/v1/workflows/showcase/graph"), 401)
+        assert_problem(client.get("/v1/workflows/nothing/graph", headers=ann), 404)
+        graph = client.get("/v1/workflows/showcase/graph", headers=ann).json()
+    source = (HERE / "workflows" / "showcase.yaml").read_text()
+    assert graph["source"] == source and graph["id"] == "showcase" and graph["start"] == "classify"
+    assert [n["id"] for n in graph["nodes"]] == [s["name"] for s in yaml.safe_load(source)["states"]]
+    assert [(w["code"], w["line"]) for w in graph["warnings"]] == [
+        ("XF119", next(i for i, line in enumerate(source.split("\n"), 1) if "name: limbo" in line))]
+    boxes = {(n["x"], n["y"]) for n in graph["nodes"]}
+    assert len(boxes) == len(graph["nodes"])
+    assert all(0 <= n["x"] and n["x"] + graph["node_width"] <= graph["width"] for n in graph["nodes"])

@@ -15,7 +15,7 @@ from xflow_runtime.service.auth import current_principal
 from xflow_runtime.service.catalog import Definition
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
-from xflow_runtime.service.routes_tasks import _groups
+from xflow_runtime.service.routes_tasks import credential_groups
 from xflow_runtime.service.state import ServiceState
 
 router = APIRouter(prefix="/v1", tags=["workflows"])
@@ -25,7 +25,7 @@ _WARNINGS: dict[str, list[dict[str, Any]]] = {}  # by the definition's SHA-256: 
 @router.get("/me", summary="Who the credential is (tenant, user, role, groups)")
 async def whoami(request: Request, principal: Principal = Depends(current_principal)) -> dict[str, Any]:
     return {"tenant": principal.tenant, "user": principal.user, "role": principal.role,
-            "groups": sorted(_groups(request))}
+            "groups": sorted(credential_groups(request))}
 
 
 @router.get("/workflows/{workflow_id}/graph", summary="The states and transitions of a workflow, laid out")

@@ -3,7 +3,7 @@
 "use strict";
 const Diagram = (() => {
   const NS = "http://www.w3.org/2000/svg";
-  const EXTRA = 140;  // room on the right for loops
+  const LOOP_ROOM = 140;  // room on the right for loops (back edges bend out there)
   const s = (tag, attrs, ...children) => {
     const node = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, v);
@@ -26,7 +26,8 @@ const Diagram = (() => {
   function render(container, graph, { current = null, visited = new Set() } = {}) {
     const w = graph.node_width, h = graph.node_height;
     const byId = Object.fromEntries(graph.nodes.map((n) => [n.id, n]));
-    const width = graph.width + EXTRA;
+    const byLayer = (e) => byId[e.from] && byId[e.to] && (e.back || byId[e.from].layer >= byId[e.to].layer);
+    const width = graph.width + (graph.edges.some(byLayer) ? LOOP_ROOM : 0);
     const svg = s("svg", { viewBox: `0 0 ${width} ${graph.height}`, width, height: graph.height,
       role: "group", "aria-label": `Diagram of ${graph.id}: ${graph.nodes.length} states`, class: "graph" });
     svg.append(s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,

@@ -5,7 +5,6 @@ X.ready(async () => {
   const { items: workflows } = await X.call("GET", "/v1/workflows");
   X.$("#filter-workflow").append(...workflows.map((w) => X.el("option", { value: w.id }, w.id)));
   for (const name of ["workflow", "status", "limit"]) if (params.get(name)) form.elements[name].value = params.get(name);
-  const cursors = [];
   let next = null;
 
   async function load(cursor) {
@@ -26,10 +25,9 @@ X.ready(async () => {
     const query = new URLSearchParams();
     for (const name of ["workflow", "status", "limit"]) if (form.elements[name].value) query.set(name, form.elements[name].value);
     history.replaceState(null, "", `?${query}`);
-    cursors.length = 0;
     load(null).catch(X.alert);
   });
-  X.$("#next-page").addEventListener("click", () => { cursors.push(next); load(next).catch(X.alert); });
-  X.$("#first-page").addEventListener("click", () => { cursors.length = 0; load(null).catch(X.alert); });
+  X.$("#next-page").addEventListener("click", () => load(next).catch(X.alert));
+  X.$("#first-page").addEventListener("click", () => load(null).catch(X.alert));
   await load(null);
 });
