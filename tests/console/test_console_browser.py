@@ -194,7 +194,13 @@ def test_a_chat_reply_streams_in_and_the_memory_window_shows_the_turn(console, c
     assert "streams this reply token by token" in bubble.inner_text()
     assert int(bubble.get_attribute("data-deltas") or 0) >= 2  # it arrived in pieces, as the model sent them
     page.wait_for_selector("#memory-window li:has-text('what can the console do?')")
+    llm = page.locator("#timeline li[data-event='llm_call']").last.inner_text()
+    assert re.search(r"LLM call to \S+: \d+ tokens in, \d+ out.* \d+ ms", llm), llm
     session.check("chat")
+    page.goto(f"{session.base}/ui/memory")  # an end user sees their own memory only: no user to pick
+    page.wait_for_selector("#chats li:has-text('agent host')")
+    assert page.input_value("#user-id") == "ann" and page.get_attribute("#user-id", "readonly") is not None
+    session.check("memory-own")
 
 
 def test_a_task_is_claimed_and_completed_through_its_generated_form(console, api) -> None:

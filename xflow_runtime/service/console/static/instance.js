@@ -18,12 +18,15 @@ X.ready(async (who) => {
       case "action_retry": return `Retry of ${r.action}, attempt ${r.attempt}`;
       case "action_skipped": return `Skipped ${r.action}`;
       case "llm_call": return `LLM call to ${r.model}: ${u.prompt_tokens ?? "?"} tokens in, ${u.completion_tokens ?? "?"} out` +
-        `${u.cost_usd !== undefined ? `, $${u.cost_usd}` : ""}, ${r.latency_ms} ms`;
+        `${typeof u.cost === "number" ? `, $${u.cost.toFixed(6)}` : ""}, ${Math.round(r.latency_ms)} ms` +
+        `${r.attempts > 1 ? `, ${r.attempts} attempts` : ""}`;
       case "agent_reply": return `Agent replied (turn ${r.turn}): ${typeof r.reply === "string" ? r.reply : JSON.stringify(r.reply)}`;
       case "event_consumed": return `Event received: ${r.event_name}`;
       case "event_produced": return `Event sent: ${r.event_name} (${r.type})`;
       case "event_timeout": return `Waiting in ${r.state} timed out`;
-      case "task_created": return `Task created: ${r.taskKey || r.task_key || ""}`;
+      case "task_created": return `Task ${r.task_key} created (${r.task_id})`;
+      case "task_completed": case "task_deleted": case "task_timedout":
+        return `Task ${r.task_key} ${r.event.slice(5).replace("timedout", "timed out")}`;
       case "compensation_started": return `Compensating ${r.state} with ${r.by}`;
       case "workflow_completed": return "Workflow completed";
       case "workflow_failed": return `Workflow failed: ${(r.error && (r.error.message || r.error.code)) || ""}`;
