@@ -244,6 +244,37 @@ def test_a_task_is_claimed_and_completed_through_its_generated_form(console, api
     assert finished()["output"]["status"] == "approved"
 
 
+FORM_SCHEMA = {"type": "object", "required": ["amount", "kind"], "properties": {
+    "amount": {"type": "integer", "title": "Amount", "description": "in whole euros"},
+    "kind": {"enum": ["travel", "meal", 3]}, "when": {"type": "string", "format": "date"},
+    "approved": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}},
+    "address": {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}}}}}
+
+
+def test_a_generated_form_reads_every_kind_of_field_and_places_errors_by_pointer(console, console_keys) -> None:
+    session = console(console_keys["operator"])
+    page = session.open("/ui/tasks")
+    page.evaluate("""schema => { const form = SchemaForm.build(schema, 'probe'); window.probe = form;
+        document.querySelector('main').append(Object.assign(document.createElement('form'), {id: 'probe-form'}));
+        document.querySelector('#probe-form').append(form.element); }""", FORM_SCHEMA)
+    assert page.evaluate("JSON.stringify(probe.read())") == "{}"  # nothing answered: nothing sent
+    page.get_by_label("Amount (required)").fill("42")
+    page.select_option("#probe-kind", label="3")
+    page.fill("#probe-when", "2026-11-26")
+    page.click("label[for='probe-approved-no']")
+    page.fill("#probe-tags", '["a", "b"]')
+    page.fill("#probe-address-city", "Lyon")
+    assert page.evaluate("probe.read()") == {"amount": 42, "kind": 3, "when": "2026-11-26", "approved": False,
+                                             "tags": ["a", "b"], "address": {"city": "Lyon"}}
+    page.evaluate("""() => probe.showErrors([{pointer: '#/data/address/zip', detail: 'too short'},
+        {pointer: '#/data', detail: "'kind' is a required property"}, {pointer: '#/data/nowhere/x', detail: 'lost'}])""")
+    assert page.inner_text("[data-error-for='/address/zip']") == "too short"
+    assert page.inner_text("[data-error-for='/kind']") == "'kind' is a required property"
+    assert page.inner_text("[data-error-for='']") == "lost"  # an unknown field's error goes to the nearest parent
+    assert page.get_attribute("#probe-address-zip", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "probe-address-zip"  # focus on the first field in error
+
+
 def test_an_operator_erases_a_user_and_sees_the_receipt(console, console_keys, api) -> None:
     started = api.post("/v1/workflows/chat/instances", json={"message": "remember me, I am al"},
                        headers={**bearer(console_keys["al"]), "Prefer": "wait=60"})

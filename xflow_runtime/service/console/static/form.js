@@ -27,7 +27,7 @@ const SchemaForm = (() => {
       return () => {
         const out = {};
         for (const [name, reader] of readers) { const v = reader(); if (v !== undefined) out[name] = v; }
-        return out;
+        return Object.keys(out).length || pointer === "" ? out : undefined;  // an untouched inner object is left out
       };
     }
     const wrap = X.el("div", { class: "field", "data-pointer": pointer });
