@@ -194,6 +194,7 @@ def test_a_chat_reply_streams_in_and_the_memory_window_shows_the_turn(console, c
     assert "streams this reply token by token" in bubble.inner_text()
     assert int(bubble.get_attribute("data-deltas") or 0) >= 2  # it arrived in pieces, as the model sent them
     page.wait_for_selector("#memory-window li:has-text('what can the console do?')")
+    assert page.inner_text("#window-settings") == "Window of agent host: the newest 20 messages; history kept per user"
     llm = page.locator("#timeline li[data-event='llm_call']").last.inner_text()
     assert re.search(r"LLM call to \S+: \d+ tokens in, \d+ out.* \d+ ms", llm), llm
     session.check("chat")

@@ -57,6 +57,9 @@ def test_the_showcase_draws_switch_branches_errors_compensation_and_waits() -> N
 
 def test_agent_and_task_outcomes_are_edges_and_a_next_turn_is_a_loop() -> None:
     assert _edges(HERE / "chat.yaml") == {("talk", "talk", "outcome", "next turn: otherwise")}
+    talk = plan_graph(load_workflow(HERE / "chat.yaml").plan)["nodes"][0]
+    assert (talk["agent"], talk["waits"], talk["memory"]) == (
+        "host", "message", {"scope": "user", "memory_id": None, "max_messages": 20, "max_tokens": None})
     assert _edges(HERE / "expense-approval.yaml") == {
         ("approve", "approved", "outcome", "$taskOutcome.returnValues.approved"),
         ("approve", "rejected", "outcome", "otherwise"), ("approve", "escalated", "timeout", "timeout"),

@@ -35,8 +35,19 @@ def _node(plan: WorkflowPlan, state: State) -> dict[str, Any]:
     ends = [exit_ for _, _, exit_ in _exits(state) if isinstance(exit_, End)]
     return {"id": state.name, "type": state.type, "start": state.name == plan.start, "end": bool(ends),
             "terminate": any(e.terminate for e in ends), "compensation": state.used_for_compensation,
-            "waits": _waits(state), "agent": getattr(state, "agent_name", None), "subflows": sorted({a.ref.workflow_id for a in _actions(state)
+            "waits": _waits(state), "agent": getattr(state, "agent_name", None), "memory": _memory(state),
+            "subflows": sorted({a.ref.workflow_id for a in _actions(state)
                                                         if isinstance(a.ref, SubFlowRef)})}
+
+
+def _memory(state: State) -> dict[str, Any] | None:
+    """An agent's chat-memory settings: whose history it keeps and how much of it a call is given."""
+    settings = getattr(state, "memory", None)
+    policy = getattr(settings, "policy", None)
+    if policy is None:
+        return None
+    return {"scope": settings.mode.value, "memory_id": settings.memory_id, "max_messages": policy.message_limit,
+            "max_tokens": policy.token_limit}
 
 
 def _waits(state: State) -> str | None:

@@ -118,6 +118,12 @@ X.ready(async (who) => {
     const { items } = await X.call("GET", `/v1/chats?${query}`);
     // memoryId absent: the instance's own chat ("instance:<id>"); else the agent's chat of this user, latest first
     const node = graph && graph.nodes.find((n) => n.id === (detail.current_state || current));
+    const settings = node && node.memory;
+    X.$("#window-settings").textContent = settings ? `Window of agent ${node.agent}: ` + [
+      settings.max_messages !== null && `the newest ${settings.max_messages} messages`,
+      settings.max_tokens !== null && `at most ${settings.max_tokens} tokens`].filter(Boolean).join(", ") +
+      `; history kept per ${settings.scope === "user" ? "user" : "conversation"}` +
+      (settings.memory_id ? ` (memoryId ${settings.memory_id})` : "") : "";
     const chat = items.find((c) => (c.memory_id || "").includes(id)) ||
       items.filter((c) => node && c.agent === node.agent).sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1))[0];
     if (!chat) { X.$("#memory-window").replaceChildren(X.el("li", {}, "No chat memory stored for this instance yet.")); return; }
