@@ -119,6 +119,9 @@ def test_sign_in_then_every_state_of_every_workflow_is_on_its_diagram(console, c
             page.focus("#diagram .node[data-state='classify']")  # the states take keyboard focus
             page.keyboard.press("Tab")
             assert page.evaluate("document.activeElement.dataset.state") == "reserve"
+            page.keyboard.press("Enter")  # the chosen state's definition is marked in the source
+            line = next(i for i, text in enumerate(path.read_text().split("\n"), 1) if text == "  - name: reserve")
+            page.wait_for_selector(f"#line-{line}.chosen")
             session.check("workflow")
 
 

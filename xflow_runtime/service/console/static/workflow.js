@@ -19,6 +19,28 @@ X.ready(async () => {
     ...unplaced.map((w) => X.el("span", { class: "warning" }, ` ${w.code} at ${w.pointer}: ${w.message}`)));
   X.say(`${graph.nodes.length} states, ${graph.edges.length} transitions`);
 
+  // A state chosen on the diagram (click, Enter or Space) shows its definition in the source.
+  const statesFrom = Math.max(0, lines.findIndex((text) => /^states:\s*$/.test(text)));  // YAML; else no match
+  const definedAt = (name) => {
+    const pattern = new RegExp(`^\\s*(- )?name:\\s*['"]?${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}['"]?\\s*$`);
+    const at = lines.slice(statesFrom).findIndex((text) => pattern.test(text));
+    return at < 0 ? -1 : at + statesFrom;
+  };
+  function choose(node) {
+    const at = definedAt(node.dataset.state);
+    X.$("#source").querySelectorAll(".chosen").forEach((li) => li.classList.remove("chosen"));
+    if (at < 0) return;
+    const line = X.$(`#line-${at + 1}`);
+    line.classList.add("chosen");
+    line.scrollIntoView({ block: "center" });
+    X.say(`State ${node.dataset.state} is defined at line ${at + 1}`);
+  }
+  X.$("#diagram").addEventListener("click", (e) => { const node = e.target.closest(".node"); if (node) choose(node); });
+  X.$("#diagram").addEventListener("keydown", (e) => {
+    const node = e.target.closest(".node");
+    if (node && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); choose(node); }
+  });
+
   X.$("#start-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const error = X.$("#start-error");
