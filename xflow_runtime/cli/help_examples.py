@@ -40,6 +40,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "serve": ("xflow serve --workflows workflows/ --auth keys --port 8080",
               "xflow serve --workflows workflows/ --db postgresql://xflow@db/xflow --workers 4",
               "xflow serve --workflows workflows/ --auth none      # loopback only",
+              "xflow serve --workflows workflows/ --no-console     # the API only, no web console under /ui",
               "xflow serve --workflows workflows/ --public-url https://flows.example.com "
               "--callback-secret-env CALLBACK_SECRET   # proxy agents answer by callback",
               "xflow serve --workflows workflows/ --mcp --mcp-wait 10   # marked workflows as MCP tools at /mcp",

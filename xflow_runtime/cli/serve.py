@@ -81,6 +81,8 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--a2a-callback-secret-env", metavar="VAR", default=None,
                         help="environment variable holding the secret (≥ 32 bytes) that A2A callback tokens "
                              "derive from; enables push mode for aiagentproxy")
+    parser.add_argument("--no-console", action="store_true",
+                        help="do not serve the web console under /ui (specs/console.md)")
     parser.set_defaults(handler=serve_command)
 
 
@@ -190,7 +192,8 @@ def serve_command(args: argparse.Namespace) -> int:
                                  a2a_private_webhooks=args.a2a_allow_private_webhooks)
         app = create_app(runtime, workflows=args.workflows, auth=auth, options=options,
                          sonataflow_routes=args.sonataflow_routes, mcp=args.mcp, mcp_host=args.host,
-                         mcp_wait_seconds=args.mcp_wait, a2a_agents=args.a2a)
+                         mcp_wait_seconds=args.mcp_wait, a2a_agents=args.a2a,
+                         console=not args.no_console)
     except ImportError as error:
         print(f"xflow serve: --mcp needs the mcp extra: pip install 'xflow-runtime[mcp]' ({error})", file=sys.stderr)
         return 2

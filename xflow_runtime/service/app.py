@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from xflow_runtime.service import (routes_a2a_callbacks, routes_callbacks, routes_chat, routes_events, routes_instances,
-                                   routes_memory, routes_ops, routes_privacy, routes_tasks)
+from xflow_runtime.service import (routes_a2a_callbacks, routes_callbacks, routes_chat, routes_events, routes_graph,
+                                   routes_instances, routes_memory, routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
 from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
@@ -33,7 +33,7 @@ API_VERSION = "1.0.0"
 def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticator",
                options: ServiceOptions | None = None, sonataflow_routes: bool = False,
                mcp: bool = False, mcp_host: str = "127.0.0.1", mcp_wait_seconds: float = 30.0,
-               a2a_agents: bool = False) -> FastAPI:
+               a2a_agents: bool = False, console: bool = True) -> FastAPI:
     if runtime.engine_name != "durable":
         from xflow_runtime.errors import XFlowError
 
@@ -48,8 +48,8 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
                   description="Workflow instances, CloudEvents, agent chat and streams (specs/service.md).")
     app.state.xflow = state
     install_problem_handlers(app)
-    for module in (routes_instances, routes_events, routes_chat, routes_memory, routes_privacy, routes_ops,
-                   routes_tasks, routes_callbacks):
+    for module in (routes_instances, routes_graph, routes_events, routes_chat, routes_memory, routes_privacy,
+                   routes_ops, routes_tasks, routes_callbacks):
         app.include_router(module.router)
     if mcp:  # the exposed workflows as MCP tools at /mcp (the mcp extra; specs/mcp.md)
         from xflow_runtime.service import mcp_server
@@ -61,6 +61,10 @@ def create_app(runtime: "Runtime", *, workflows: str | Path, auth: "Authenticato
         from xflow_runtime.service.a2a_server import mount_a2a_agents
 
         mount_a2a_agents(app, state)
+    if console:  # the web console under /ui: page shells and scripts only, no route of its own in /v1
+        from xflow_runtime.service import console as console_pages
+
+        app.include_router(console_pages.router)
     if sonataflow_routes:  # last: its /{workflowId} paths must not shadow any other route
         from xflow_runtime.service import routes_sonataflow
 

@@ -38,10 +38,10 @@ class Completion(BaseModel):
 
 
 async def acting(request: Request, principal: Principal = Depends(current_principal)) -> Actor:
-    return Actor(principal.tenant, principal.user, _groups(request), admin=principal.role == "service")
+    return Actor(principal.tenant, principal.user, credential_groups(request), admin=principal.role == "service")
 
 
-def _groups(request: Request) -> frozenset[str]:
+def credential_groups(request: Request) -> frozenset[str]:
     """The ``groups`` claim of the request's JWT (already verified by ``current_principal``)."""
     header = request.headers.get("authorization") or ""
     token = header.partition(" ")[2].strip()
