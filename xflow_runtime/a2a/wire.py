@@ -5,8 +5,8 @@ what recorded steps hold; none of them is a step itself. Each call uses its own 
 client carrying the function's auth headers and the ``A2A-Version`` header, so credentials never
 reach a shared client and nothing outlives the call.
 
-:func:`inject_trace_context` is where an OpenTelemetry ``traceparent`` (and ``tracestate``) would
-be added to outgoing A2A requests; it adds nothing until tracing exists (issue 19, OTel part)."""
+Outgoing A2A requests carry the current span's W3C ``traceparent`` (and ``tracestate``) through
+:func:`xflow_runtime.telemetry.inject_trace_context` (nothing without OpenTelemetry in use)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from xflow_runtime import a2a as codes
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.telemetry import inject_trace_context
 
 #: Where an agent card lives when the operation names only the agent's base URL.
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
@@ -30,12 +31,6 @@ class AgentTarget:
     card_url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 300.0
-
-
-def inject_trace_context(headers: dict[str, str]) -> dict[str, str]:
-    """Hook: add W3C trace context (``traceparent``/``tracestate``) of the current span to an
-    outgoing A2A request. A no-op today; the OpenTelemetry part of issue 19 fills it in."""
-    return headers
 
 
 def split_card_url(operation: str) -> tuple[str, str]:
