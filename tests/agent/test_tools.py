@@ -201,3 +201,31 @@ states:
 """, scripted_model, functions={"search": lambda arguments: received.append(arguments) or {"n": 1}})
     assert result.status == "completed", result.error
     assert received == [{"q": "tea", "limit": 3}]
+
+
+async def test_each_tool_call_and_the_memory_window_are_in_the_history(scripted_model):
+    # What the console's timeline shows: every call with its arguments and result or error (long
+    # values cut), and how many messages the turn read from and wrote to chat memory.
+    records = Records()
+
+    def lookup(arguments):
+        if arguments["id"] == 13:
+            raise ValueError("order 13 is cursed")
+        return {"order": arguments["id"], "notes": "x" * 5000}
+
+    scripted_model.set_script([
+        {"tool_calls": [{"name": "lookup", "arguments": {"id": 1}}, {"name": "lookup", "arguments": {"id": 13}}]},
+        FINAL,
+    ])
+    result = await run(AGENT.format(budget=10), scripted_model, {"question": "q"}, functions={"lookup": lookup},
+                       records=records)
+    assert result.status == "completed", result.error
+    first, cursed = records.of("tool_call")
+    assert (first["state"], first["tool"], first["arguments"]) == ("ask", "lookup", {"id": 1})
+    assert first["step"].endswith("lookup") and set(first["result"]) == {"truncated"}
+    assert len(first["result"]["truncated"]) == 2000 and first["result"]["truncated"].startswith('{"order": 1')
+    assert cursed["error"] == {"code": "ValueError", "message": "order 13 is cursed"} and "result" not in cursed
+    (read,) = records.of("memory_read")
+    (write,) = records.of("memory_write")
+    assert (read["turn"], read["messages"]) == (1, 0)
+    assert write["turn"] == 1 and write["messages"] >= 4  # the user message, the calls, their results, the answer

@@ -25,6 +25,7 @@ from xflow_runtime.agent.longterm_hook import conversation_source, long_term_for
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter import records
 from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
@@ -45,6 +46,9 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: s
     while True:
         turn_number += 1
         history = await store.load(chat_scope, policy, model=model, step=f"{scope}/memory-load:{turn_number}")
+        memory_id = getattr(chat_scope, "memory_id", None)
+        run.record(records.MEMORY_READ, state=state.name, turn=turn_number, memory_id=memory_id,
+                   messages=len(history))
         system_text = await state.system_message.render_async(data, run.variables)
         turn = Turn(run, state, data, scope, counters, _client(run), long_term, mcp_tools)
         telemetry = run.context.telemetry
@@ -57,6 +61,8 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: s
                 span.set("gen_ai.usage.input_tokens", result.usage.get("prompt_tokens"))
                 span.set("gen_ai.usage.output_tokens", result.usage.get("completion_tokens"))
         await store.append(chat_scope, result.messages, model=model, step=f"{scope}/memory-append:{turn_number}")
+        run.record(records.MEMORY_WRITE, state=state.name, turn=turn_number, memory_id=memory_id,
+                   messages=len(result.messages))
         if long_term is not None:
             await long_term.after_turn(run.port, f"{scope}/longterm-after-turn:{turn_number}",
                                        [*history, *result.messages], conversation_source(chat_scope))

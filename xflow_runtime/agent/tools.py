@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from xflow_runtime.engine.scopes import start_tasks
+from xflow_runtime.interpreter import records
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import AgentTool, AIAgentState
@@ -51,18 +52,35 @@ class ToolRun:
         return entry
 
 
+#: A tool call's arguments and result are recorded in the instance's history (the console's timeline)
+#: up to this many characters of JSON each; the model sees them whole.
+RECORDED_VALUE_CHARS = 2000
+
+
+def _recorded(value: Any) -> Any:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= RECORDED_VALUE_CHARS else {"truncated": text[:RECORDED_VALUE_CHARS]}
+
+
+def record_tool_call(run: StateRun, state: AIAgentState, step: str, entry: "ToolRun") -> None:
+    outcome = {"result": _recorded(entry.result)} if entry.ok else {"error": _recorded(entry.error)}
+    run.record(records.TOOL_CALL, state=state.name, step=step, tool=entry.name, call_id=entry.id,
+               arguments=_recorded(entry.arguments), **outcome)
+
+
 async def execute_tool_calls(run: StateRun, state: AIAgentState, calls: list[dict[str, Any]], *, scope: str,
                              first_number: int, memory: Any = None,
                              extra_tools: Mapping[str, AgentTool] | None = None) -> list[ToolRun]:
     """Run ``calls`` concurrently; ``first_number`` numbers their steps within the state visit.
     ``memory`` (a :class:`~xflow_runtime.agent.longterm_hook.LongTermHook`) runs the memory tools;
     ``extra_tools`` are the visit's MCP tools (:mod:`xflow_runtime.mcp.agent_tools`)."""
-    _, tasks = start_tasks([
-        _execute(run, state, call, f"{scope}/tool:{first_number + index}:{call['function']['name']}", memory,
-                 extra_tools or {})
-        for index, call in enumerate(calls)
-    ])
-    return list(await asyncio.gather(*tasks))
+    steps = [f"{scope}/tool:{first_number + index}:{call['function']['name']}" for index, call in enumerate(calls)]
+    _, tasks = start_tasks([_execute(run, state, call, step, memory, extra_tools or {})
+                            for call, step in zip(calls, steps)])
+    entries = list(await asyncio.gather(*tasks))
+    for step, entry in zip(steps, entries):
+        record_tool_call(run, state, step, entry)
+    return entries
 
 
 def refused(call: dict[str, Any], reason: str) -> ToolRun:

@@ -37,6 +37,13 @@ ASYNC_ACTION_FAILED: Final = "async_action_failed"
 LLM_CALL: Final = "llm_call"
 #: An agent answered and waits for the next user message.
 AGENT_REPLY: Final = "agent_reply"
+#: One tool call of an agent turn: ``{state, step, tool, arguments, result | error}`` (values
+#: longer than :data:`xflow_runtime.agent.tools.RECORDED_VALUE_CHARS` are cut, marked ``truncated``).
+TOOL_CALL: Final = "tool_call"
+#: The chat-memory window an agent turn was given: ``{state, turn, memory_id, messages}``.
+MEMORY_READ: Final = "memory_read"
+#: What an agent turn appended to chat memory: ``{state, turn, memory_id, messages}``.
+MEMORY_WRITE: Final = "memory_write"
 TASK_CREATED: Final = "task_created"
 #: An event about a user task that does not change it (the task row decides).
 TASK_EVENT_IGNORED: Final = "task_event_ignored"
@@ -45,12 +52,14 @@ RecordKind = Literal[
     "workflow_started", "workflow_completed", "workflow_failed", "secrets_missing",
     "state_entered", "state_exited", "state_failed", "compensation_started",
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
-    "async_action_failed", "llm_call", "agent_reply", "task_created", "task_event_ignored",
+    "async_action_failed", "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write", "task_created",
+    "task_event_ignored",
 ]
 
 #: Every kind above.
 KINDS: Final = frozenset({
     WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, STATE_ENTERED, STATE_EXITED,
     STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
-    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TASK_CREATED, TASK_EVENT_IGNORED,
+    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TOOL_CALL, MEMORY_READ, MEMORY_WRITE, TASK_CREATED,
+    TASK_EVENT_IGNORED,
 })

@@ -20,6 +20,10 @@ X.ready(async (who) => {
       case "llm_call": return `LLM call to ${r.model}: ${u.prompt_tokens ?? "?"} tokens in, ${u.completion_tokens ?? "?"} out` +
         `${typeof u.cost === "number" ? `, $${u.cost.toFixed(6)}` : ""}, ${Math.round(r.latency_ms)} ms` +
         `${r.attempts > 1 ? `, ${r.attempts} attempts` : ""}`;
+      case "tool_call": return `Tool ${r.tool}(${JSON.stringify(r.arguments)}) → ` +
+        ("error" in r ? `error: ${JSON.stringify(r.error)}` : JSON.stringify(r.result));
+      case "memory_read": return `Memory read${r.memory_id ? ` (${r.memory_id})` : ""}: ${r.messages} messages in the window`;
+      case "memory_write": return `Memory write${r.memory_id ? ` (${r.memory_id})` : ""}: ${r.messages} messages appended`;
       case "agent_reply": return `Agent replied (turn ${r.turn}): ${typeof r.reply === "string" ? r.reply : JSON.stringify(r.reply)}`;
       case "event_consumed": return `Event received: ${r.event_name}`;
       case "event_produced": return `Event sent: ${r.event_name} (${r.type})`;
