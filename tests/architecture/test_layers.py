@@ -24,6 +24,10 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "expressions": frozenset({"plan", "interpreter", "engine", "runtime", "service", "cli"}),
     "definition": frozenset({"interpreter", "engine", "runtime", "service", "cli"}),
     "state_types": frozenset({"plan", "interpreter", "agent", "usertask", "runtime", "service", "cli"}),
+    # effects and protocol clients: below the runtime and its interfaces
+    "telemetry": frozenset({"agent", "mcp", "a2a", "usertask", "runtime", "service", "cli"}),
+    "mcp": frozenset({"runtime", "service", "cli"}),
+    "a2a": frozenset({"runtime", "service", "cli"}),
 }
 
 

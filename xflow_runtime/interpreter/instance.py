@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, TypeVar
 
 from xflow_runtime.interpreter import records
 from xflow_runtime.error_codes import SUBFLOW_NOT_FOUND, UNSUPPORTED_STATE
@@ -22,7 +22,7 @@ from xflow_runtime.engine.scopes import cancel_decided, start_tasks
 from xflow_runtime.errors import ERROR_MESSAGE
 from xflow_runtime.interpreter.actions import invoke, run_actions
 from xflow_runtime.interpreter.concurrency import within
-from xflow_runtime.interpreter.context import ExecutionContext
+from xflow_runtime.interpreter.context import ExecutionContext, FunctionInvoker
 from xflow_runtime.interpreter.events import Inbox, build_event
 from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.records import RecordKind
@@ -31,6 +31,9 @@ from xflow_runtime.interpreter.services import InstanceServices
 from xflow_runtime.interpreter.state_run import CacheKey
 from xflow_runtime.plan.model import PLAIN_END, Action, End, EventDef, Exit, ProducedEvent, SubFlowRef, Timeouts
 from xflow_runtime.plan.states import State, WorkflowPlan
+
+if TYPE_CHECKING:
+    from xflow_runtime.telemetry.spans import Telemetry
 
 
 _NOTHING = object()
@@ -88,6 +91,18 @@ class Instance:
     @property
     def services(self) -> InstanceServices:
         return self.context.services
+
+    @property
+    def secrets(self) -> Mapping[str, Any]:
+        return self.context.secrets
+
+    @property
+    def function_invoker(self) -> FunctionInvoker | None:
+        return self.context.invoker
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        return self.context.telemetry
 
     def cached(self, key: CacheKey[T], make: Callable[[], T]) -> T:
         if key in self._cache:

@@ -13,11 +13,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from xflow_runtime.engine.port import EnginePort
+    from xflow_runtime.interpreter.context import FunctionInvoker
     from xflow_runtime.interpreter.events import Inbox
     from xflow_runtime.interpreter.records import RecordKind
     from xflow_runtime.interpreter.services import InstanceServices
-    from xflow_runtime.plan.model import Action, EventDef, SubFlowRef, Timeouts
+    from xflow_runtime.plan.model import Action, EventDef, SubFlowRef, Timeouts, WorkflowPlan
+    from xflow_runtime.telemetry.spans import Telemetry
 
 T = TypeVar("T")
 
@@ -50,6 +54,27 @@ class StateRun(Protocol):
 
     @property
     def instance_id(self) -> str: ...
+
+    @property
+    def plan(self) -> WorkflowPlan:
+        """The compiled definition the instance runs (read only): its functions, MCP servers, …"""
+        ...
+
+    @property
+    def secrets(self) -> Mapping[str, Any]:
+        """The values behind ``$SECRETS`` (for an effect that needs one, e.g. a server's token)."""
+        ...
+
+    @property
+    def function_invoker(self) -> FunctionInvoker | None:
+        """The runtime's invoker of non-Python functions (REST, GraphQL, A2A …), for a state type
+        that calls one with arguments of its own making; ``invoke`` is the usual way."""
+        ...
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        """The instance's OpenTelemetry spans (``None``: tracing is off)."""
+        ...
 
     @property
     def workflow_id(self) -> str: ...
