@@ -51,15 +51,16 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         if wal:
+            cursor.execute("PRAGMA busy_timeout=0")  # a refused switch would otherwise wait a minute
             try:
                 cursor.execute("PRAGMA journal_mode=WAL")
             except dbapi_connection.OperationalError:
                 # switching the journal mode needs the file alone: a file another process keeps open
-                # in its own mode keeps that mode; busy_timeout applies to what follows
+                # in its own mode keeps that mode (WAL, once set, is the file's: later opens see it)
                 pass
             cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
