@@ -47,7 +47,7 @@ def test_problem_inside_referenced_file_points_into_that_file(tmp_path: Path) ->
     wf = _workflow_with(tmp_path, "functions: defs/functions.yaml\n")
     found = [str(d) for d in check_workflow(wf, source_name="wf.yaml").diagnostics]
     assert found == ["defs/functions.yaml:3:11 /functions/0/type: 'custm' is not one of rest, asyncapi, rpc, "
-                     "graphql, odata, expression, custom (did you mean 'custom'?) [XF054 not-allowed-value]"]
+                     "graphql, odata, expression, custom, a2a (did you mean 'custom'?) [XF054 not-allowed-value]"]
 
 
 def test_lint_problem_in_referenced_file_and_in_main_file(tmp_path: Path) -> None:
