@@ -56,15 +56,18 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
     key = f"{run.instance_id}/{scope}"
     message = user_message(str(uuid.uuid5(_IDS, f"message:{key}")), user_text, dict(context_data),
                            task_id=continued.get("taskId"), context_id=continued.get("contextId"))
-    mode = _mode(state, card, run)
+    # recorded: a replay waits the way the first run did, even if the runtime's callback settings changed
+    mode = await run.port.run_step(f"{scope}/a2a-mode", lambda: _async(_mode, state, card, run))
     send: dict[str, Any] = {ENVELOPE: "send", "card": card, "message": message,
                             "returnImmediately": mode != "blocking"}
     if wait_bound is not None and mode == "blocking":
         send["timeout"] = wait_bound
     call_id = str(uuid.uuid5(_IDS, f"call:{key}"))
     topic = codes.callback_topic(call_id)
-    if mode == "push":
-        url, token = run.context.services.a2a.callback(root.instance_id, call_id)
+    settings = getattr(run.context.services, "a2a", None)
+    # (a replay by a runtime without callback settings sends no push config: its wait relies on its reads)
+    if mode == "push" and settings is not None and settings.push_ready:
+        url, token = settings.callback(root.instance_id, call_id)
         send["push"] = {"url": url, "token": token, "authentication": {"scheme": "Bearer", "credentials": token}}
     run.record("a2a_call", state=state.name, call=call_id, mode=mode, message_id=message["messageId"],
                continues=continued.get("taskId"))
@@ -104,6 +107,10 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
     else:
         pending.pop(state.agent_name, None)
     return outcome.agent_outcome(state.agent_name, reply)
+
+
+async def _async(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
 
 
 def _status(reply: Mapping[str, Any]) -> str:
