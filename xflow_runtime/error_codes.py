@@ -80,6 +80,8 @@ AGENT_KNOWN_DATA_INVALID: Final = "AgentKnownDataInvalid"
 AGENT_OUTCOME_DATA_INVALID: Final = "AgentOutcomeDataInvalid"
 #: An agent proxy's execution returned no result.
 AGENT_PROXY_NO_RESULT: Final = "AgentProxyNoResult"
+#: An ``aiagentproxy`` agent acknowledged (asynchronous mode) but the runtime takes no callbacks.
+AGENT_PROXY_NO_CALLBACK: Final = "AgentProxyNoCallback"
 #: A state enables long-term memory on a runtime without a database for it.
 LONG_TERM_MEMORY_UNAVAILABLE: Final = "LongTermMemoryUnavailable"
 #: A prompt template failed, or was refused by the sandbox.
@@ -95,6 +97,41 @@ TASK_DATA_INVALID: Final = "TaskDataInvalid"
 TASK_NO_OUTCOME: Final = "TaskNoOutcome"
 #: The task was deleted while the instance waited (and the state has no ``onDelete``).
 TASK_DELETED: Final = "taskDeleted"
+
+
+# --- MCP servers (specs/mcp.md) -----------------------------------------------------------------
+#: ``tools/call`` answered with ``isError: true`` (a function's failure; an agent's tool message).
+MCP_TOOL_ERROR: Final = "MCPToolError"
+#: A JSON-RPC error from the server (``details.code`` holds the numeric code).
+MCP_PROTOCOL_ERROR: Final = "MCPProtocolError"
+#: No answer within the server's ``timeout``; the request was cancelled.
+MCP_TIMEOUT: Final = "MCPTimeout"
+#: The server could not be started or reached, or its handshake failed.
+MCP_UNAVAILABLE: Final = "MCPUnavailable"
+#: ``structuredContent`` missing or not matching the tool's ``outputSchema``.
+MCP_OUTPUT_INVALID: Final = "MCPOutputInvalid"
+#: The server asked for user input where nobody can answer (a function call, not an agent).
+MCP_INPUT_REQUIRED: Final = "MCPInputRequired"
+#: The ``mcp`` extra is not installed.
+MCP_NOT_INSTALLED: Final = "MCPNotInstalled"
+#: An HTTP server refused the credentials (HTTP 401 or 403).
+MCP_UNAUTHORIZED: Final = "MCPUnauthorized"
+#: A tool named in the definition is not offered by the server.
+MCP_TOOL_NOT_FOUND: Final = "MCPToolNotFound"
+
+# --- A2A agents (specs/a2a.md §4) ----------------------------------------------------------------
+A2A_TASK_FAILED: Final = "A2ATaskFailed"
+A2A_TASK_REJECTED: Final = "A2ATaskRejected"
+A2A_TASK_CANCELED: Final = "A2ATaskCanceled"
+A2A_AUTH_REQUIRED: Final = "A2AAuthRequired"
+#: The agent needs input and no outcome routes ``$agentOutcome.status == "input-required"``.
+A2A_INPUT_REQUIRED: Final = "A2AInputRequired"
+A2A_PROTOCOL_ERROR: Final = "A2AProtocolError"
+A2A_UNAVAILABLE: Final = "A2AUnavailable"
+#: Push mode asked for, but the runtime has no callback settings or the card offers no push.
+A2A_PUSH_UNAVAILABLE: Final = "A2APushUnavailable"
+#: The ``a2a`` extra is not installed.
+A2A_NOT_INSTALLED: Final = "A2ANotInstalled"
 
 
 def catalogue() -> dict[str, str]:

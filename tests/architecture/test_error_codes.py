@@ -29,6 +29,15 @@ PUBLISHED = {
     "LONG_TERM_MEMORY_UNAVAILABLE": "LongTermMemoryUnavailable", "TEMPLATE_ERROR": "TemplateError",
     "TEMPLATE_SECURITY_ERROR": "TemplateSecurityError", "TASK_INVALID": "TaskInvalid",
     "TASK_DATA_INVALID": "TaskDataInvalid", "TASK_NO_OUTCOME": "TaskNoOutcome", "TASK_DELETED": "taskDeleted",
+    "AGENT_PROXY_NO_CALLBACK": "AgentProxyNoCallback",
+    "MCP_TOOL_ERROR": "MCPToolError", "MCP_PROTOCOL_ERROR": "MCPProtocolError", "MCP_TIMEOUT": "MCPTimeout",
+    "MCP_UNAVAILABLE": "MCPUnavailable", "MCP_OUTPUT_INVALID": "MCPOutputInvalid",
+    "MCP_INPUT_REQUIRED": "MCPInputRequired", "MCP_NOT_INSTALLED": "MCPNotInstalled",
+    "MCP_UNAUTHORIZED": "MCPUnauthorized", "MCP_TOOL_NOT_FOUND": "MCPToolNotFound",
+    "A2A_TASK_FAILED": "A2ATaskFailed", "A2A_TASK_REJECTED": "A2ATaskRejected", "A2A_TASK_CANCELED": "A2ATaskCanceled",
+    "A2A_AUTH_REQUIRED": "A2AAuthRequired", "A2A_INPUT_REQUIRED": "A2AInputRequired",
+    "A2A_PROTOCOL_ERROR": "A2AProtocolError", "A2A_UNAVAILABLE": "A2AUnavailable",
+    "A2A_PUSH_UNAVAILABLE": "A2APushUnavailable", "A2A_NOT_INSTALLED": "A2ANotInstalled",
 }
 
 
@@ -41,7 +50,7 @@ def test_the_catalogue_keeps_every_published_value_once() -> None:
 def test_record_kinds_are_one_list() -> None:
     constants = {value for name, value in vars(records).items() if name.isupper() and isinstance(value, str)}
     assert constants == set(records.KINDS) == set(typing.get_args(records.RecordKind))
-    assert len(records.KINDS) == 18
+    assert len(records.KINDS) == 28
 
 
 def bare_strings(source: str) -> list[tuple[int, str]]:

@@ -25,6 +25,10 @@ PUBLIC: dict[str, set[str]] = {
         'WorkflowError', 'WorkflowFailed', 'WorkflowPlan', 'XFlowError', '__version__',
         'compile_plan', 'erase_user', 'export_user', 'load_workflow', 'run_sync', 'run_workflow',
     },
+    "xflow_runtime.a2a": {
+        'AUTH_REQUIRED', 'INPUT_REQUIRED', 'MODES', 'NOT_INSTALLED', 'PROTOCOL_ERROR', 'PUSH_UNAVAILABLE',
+        'TASK_CANCELED', 'TASK_FAILED', 'TASK_REJECTED', 'UNAVAILABLE', 'callback_topic',
+    },
     "xflow_runtime.agent": {
         'AGENT_REPLY', 'USER_MESSAGE_TOPIC',
     },
@@ -54,6 +58,10 @@ PUBLIC: dict[str, set[str]] = {
         'ChatRequest', 'ChatResult', 'DEFAULT_AI_MODEL', 'LLMClient', 'LLMGroup', 'LLMNode',
         'LLMSettings', 'LLMTarget', 'PRESETS', 'compile_llm_config', 'node_for_ai_model',
     },
+    "xflow_runtime.mcp": {
+        'ERROR_CODES', 'INPUT_REQUIRED', 'NOT_INSTALLED', 'OUTPUT_INVALID', 'PROTOCOL_ERROR', 'TIMEOUT',
+        'TOOL_ERROR', 'TOOL_NOT_FOUND', 'UNAUTHORIZED', 'UNAVAILABLE',
+    },
     "xflow_runtime.memory": set(),
     "xflow_runtime.plan": {
         'CompileContext', 'WorkflowPlan', 'compile_plan', 'compile_state', 'parse_duration',
@@ -72,6 +80,9 @@ PUBLIC: dict[str, set[str]] = {
     },
     "xflow_runtime.storage": {
         'default_database_url', 'open_database', 'write_transaction',
+    },
+    "xflow_runtime.telemetry": {
+        'CAPTURE_CONTENT_ENV', 'annotate_current_span', 'capture_content_from_env', 'inject_trace_context', 'resolve',
     },
     "xflow_runtime.testing": {
         'REDACTED', 'RecordedRequest', 'Reply', 'Rule', 'Script', 'ScriptError',

@@ -10,13 +10,14 @@ from pathlib import Path
 from xflow_runtime.interpreter.state_run import CacheKey, StateRun
 
 PACKAGE = Path(__file__).resolve().parents[2] / "xflow_runtime"
-HANDLER_PACKAGES = ("agent", "usertask")
+HANDLER_PACKAGES = ("agent", "usertask", "mcp", "a2a")  # the handlers and what they call with run
 MEMBERS = {name for name in dir(StateRun) if not name.startswith("_")}
 
 
 def test_the_protocol_is_narrow() -> None:
     assert MEMBERS == {"port", "variables", "instance_id", "workflow_id", "root", "services", "inbox",
-                       "record", "run_actions", "invoke", "run_subflow", "emit", "cached"}
+                       "record", "run_actions", "invoke", "run_subflow", "emit", "cached",
+                       "plan", "secrets", "function_invoker", "telemetry"}
 
 
 def uses_of_run(source: str) -> list[tuple[int, str]]:
@@ -50,9 +51,9 @@ def test_extension_handlers_use_only_the_protocol() -> None:
 
 def test_the_reader_finds_what_the_protocol_forbids() -> None:
     source = ("def f(run):\n    run.context.services\n    getattr(run, 'parent', None)\n"
-              "    setattr(run, '_x', 1)\n    self.run.plan\n    run.port\n")
+              "    setattr(run, '_x', 1)\n    self.run.parent\n    run.port\n")
     assert uses_of_run(source) == [(2, "run.context"), (3, "getattr(run, …)"), (4, "setattr(run, …)"),
-                                   (5, "run.plan")]
+                                   (5, "run.parent")]
 
 
 async def test_the_instance_provides_the_protocol_and_its_cache_makes_each_value_once() -> None:

@@ -6,16 +6,16 @@ does, when the first A2A call is made."""
 
 from __future__ import annotations
 
-#: Error codes (``onErrors`` can match them); documented in specs/a2a.md §4.
-TASK_FAILED = "A2ATaskFailed"
-TASK_REJECTED = "A2ATaskRejected"
-TASK_CANCELED = "A2ATaskCanceled"
-AUTH_REQUIRED = "A2AAuthRequired"
-INPUT_REQUIRED = "A2AInputRequired"
-PROTOCOL_ERROR = "A2AProtocolError"
-UNAVAILABLE = "A2AUnavailable"
-PUSH_UNAVAILABLE = "A2APushUnavailable"
-NOT_INSTALLED = "A2ANotInstalled"
+#: Error codes (``onErrors`` can match them; specs/a2a.md §4), from the one catalogue.
+from xflow_runtime.error_codes import A2A_AUTH_REQUIRED as AUTH_REQUIRED  # noqa: E402
+from xflow_runtime.error_codes import A2A_INPUT_REQUIRED as INPUT_REQUIRED  # noqa: E402
+from xflow_runtime.error_codes import A2A_NOT_INSTALLED as NOT_INSTALLED  # noqa: E402
+from xflow_runtime.error_codes import A2A_PROTOCOL_ERROR as PROTOCOL_ERROR  # noqa: E402
+from xflow_runtime.error_codes import A2A_PUSH_UNAVAILABLE as PUSH_UNAVAILABLE  # noqa: E402
+from xflow_runtime.error_codes import A2A_TASK_CANCELED as TASK_CANCELED  # noqa: E402
+from xflow_runtime.error_codes import A2A_TASK_FAILED as TASK_FAILED  # noqa: E402
+from xflow_runtime.error_codes import A2A_TASK_REJECTED as TASK_REJECTED  # noqa: E402
+from xflow_runtime.error_codes import A2A_UNAVAILABLE as UNAVAILABLE  # noqa: E402
 
 #: How an ``aiagentproxy`` waits for the remote task (``execution.mode``).
 MODES = ("blocking", "push", "poll")
@@ -24,3 +24,6 @@ MODES = ("blocking", "push", "poll")
 def callback_topic(call_id: str) -> str:
     """The durable topic a push callback for call ``call_id`` is delivered on."""
     return f"a2a:{call_id}"
+
+__all__ = ["AUTH_REQUIRED", "INPUT_REQUIRED", "MODES", "NOT_INSTALLED", "PROTOCOL_ERROR", "PUSH_UNAVAILABLE",
+           "TASK_CANCELED", "TASK_FAILED", "TASK_REJECTED", "UNAVAILABLE", "callback_topic"]

@@ -28,7 +28,10 @@ from typing import Any, Awaitable, Callable, Mapping
 from xflow_runtime import a2a as codes
 from xflow_runtime.a2a import outcome
 from xflow_runtime.a2a.function import ENVELOPE, user_message
+from xflow_runtime.error_codes import FUNCTION_NOT_IMPLEMENTED, TIMEOUT
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter import records
+from xflow_runtime.interpreter.state_run import CacheKey, StateRun
 
 #: Namespace of our deterministic message and call ids.
 _IDS = uuid.UUID("8d1d1f2e-4f3c-5b7a-9e61-a2a0c0ffee19")
@@ -37,20 +40,20 @@ MAX_INTERVAL = 60.0
 DEFAULT_POLL = 1.0
 
 
-async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_data: Mapping[str, Any]) -> dict[str, Any]:
+async def call_agent(state: Any, run: StateRun, scope: str, user_text: str, context_data: Mapping[str, Any]) -> dict[str, Any]:
     """``$agentOutcome`` of one visit (see the module docstring); failure states raise."""
     function = state.execution.function
-    invoker = run.context.invoker
+    invoker = run.function_invoker
     if invoker is None:
         raise WorkflowError(f"agent '{state.agent_name}': no function invoker to reach the A2A agent",
-                            code="functionNotImplemented")
+                            code=FUNCTION_NOT_IMPLEMENTED)
     wait_bound = state.timeouts.event
 
     def step(name: str, envelope: dict[str, Any]) -> Awaitable[Any]:
         return run.port.run_step(f"{scope}/{name}", lambda: invoker(function, envelope, selection_set=None))
 
     card = await step("a2a-card", {ENVELOPE: "card"})
-    root = _root(run)
+    root = run.root
     pending = _pending(root)
     continued = pending.get(state.agent_name) or {}
     key = f"{run.instance_id}/{scope}"
@@ -64,32 +67,32 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
         send["timeout"] = wait_bound
     call_id = str(uuid.uuid5(_IDS, f"call:{key}"))
     topic = codes.callback_topic(call_id)
-    settings = getattr(run.context.services, "a2a", None)
+    settings = run.services.a2a
     # (a replay by a runtime without callback settings sends no push config: its wait relies on its reads)
     if mode == "push" and settings is not None and settings.push_ready:
         url, token = settings.callback(root.instance_id, call_id)
         send["push"] = {"url": url, "token": token, "authentication": {"scheme": "Bearer", "credentials": token}}
-    run.record("a2a_call", state=state.name, call=call_id, mode=mode, message_id=message["messageId"],
+    run.record(records.A2A_CALL, state=state.name, call=call_id, mode=mode, message_id=message["messageId"],
                continues=continued.get("taskId"))
     started = await run.port.now()
     reply = await step("a2a-send", send)
     task_id = (reply.get("task") or {}).get("id")
-    run.record("a2a_task", state=state.name, call=call_id, task_id=task_id, status=_status(reply))
+    run.record(records.A2A_TASK, state=state.name, call=call_id, task_id=task_id, status=_status(reply))
     reads = 0
     interval = state.a2a_poll_interval or DEFAULT_POLL
     while not outcome.is_settled(reply):
         remaining = None if wait_bound is None else wait_bound - (await run.port.now() - started)
         if remaining is not None and remaining <= 0:
             await _cancel(step, card, task_id)
-            run.record("a2a_call_ended", state=state.name, call=call_id, status="timeout", task_id=task_id)
+            run.record(records.A2A_CALL_ENDED, state=state.name, call=call_id, status="timeout", task_id=task_id)
             raise WorkflowError(f"agent '{state.agent_name}': the A2A task did not settle within {wait_bound:g} s",
-                                name="timeout", code="timeout", details={"taskId": task_id})
+                                name="timeout", code=TIMEOUT, details={"taskId": task_id})
         pause = interval if remaining is None else min(interval, remaining)
         woken = None
         if mode == "push":
             woken = await run.port.wait_event(topic, pause)
             if woken is not None and woken.get("taskId") != task_id:
-                run.record("a2a_callback_ignored", state=state.name, call=call_id, task_id=woken.get("taskId"))
+                run.record(records.A2A_CALLBACK_IGNORED, state=state.name, call=call_id, task_id=woken.get("taskId"))
                 continue
         else:
             await run.port.sleep(pause)
@@ -97,10 +100,10 @@ async def call_agent(state: Any, run: Any, scope: str, user_text: str, context_d
             interval = min(interval * 2, max(MAX_INTERVAL, state.a2a_poll_interval or 0))
         reads += 1
         reply = await step(f"a2a-get:{reads}", {ENVELOPE: "get", "card": card, "taskId": task_id})
-        run.record("a2a_task_read", state=state.name, call=call_id, read=reads, status=_status(reply),
+        run.record(records.A2A_TASK_READ, state=state.name, call=call_id, read=reads, status=_status(reply),
                    woken_by="timer" if woken is None else "callback")
     status = _status(reply)
-    run.record("a2a_call_ended", state=state.name, call=call_id, status=status, task_id=task_id)
+    run.record(records.A2A_CALL_ENDED, state=state.name, call=call_id, status=status, task_id=task_id)
     task = reply.get("task") or {}
     if status == "input-required":
         pending[state.agent_name] = {"taskId": task.get("id"), "contextId": task.get("contextId")}
@@ -117,8 +120,8 @@ def _status(reply: Mapping[str, Any]) -> str:
     return outcome.STATUS_NAMES.get(outcome.task_state(reply), "unknown")
 
 
-def _mode(state: Any, card: Mapping[str, Any], run: Any) -> str:
-    settings = getattr(run.context.services, "a2a", None)
+def _mode(state: Any, card: Mapping[str, Any], run: StateRun) -> str:
+    settings = run.services.a2a
     push_ready = settings is not None and settings.push_ready
     card_push = bool((card.get("capabilities") or {}).get("pushNotifications"))
     mode = state.a2a_mode or ("push" if push_ready and card_push else "poll")
@@ -140,17 +143,10 @@ async def _cancel(step: Callable[[str, dict[str, Any]], Awaitable[Any]], card: A
         pass  # best effort: the task may have ended meanwhile, or not be cancelable
 
 
-def _pending(root: Any) -> dict[str, dict[str, Any]]:
-    """Interrupted (input-required) tasks of this instance by agent name. Kept on the instance
-    object: a replay rebuilds it from the recorded replies, so it needs no storage of its own."""
-    pending = getattr(root, "_a2a_pending", None)
-    if pending is None:
-        pending = {}
-        root._a2a_pending = pending
-    return pending
+#: Interrupted (input-required) tasks of an instance by agent name. Kept in the instance's cache:
+#: a replay rebuilds it from the recorded replies, so it needs no storage of its own.
+_PENDING: CacheKey[dict[str, dict[str, Any]]] = CacheKey("a2a: interrupted tasks by agent")
 
 
-def _root(run: Any) -> Any:
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return run
+def _pending(root: StateRun) -> dict[str, dict[str, Any]]:
+    return root.cached(_PENDING, dict)

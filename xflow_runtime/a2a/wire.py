@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
 from xflow_runtime import a2a as codes
+from xflow_runtime.error_codes import TIMEOUT
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.telemetry import inject_trace_context
 
@@ -76,7 +77,7 @@ async def _http(target: AgentTarget) -> AsyncIterator[Any]:
         try:
             yield client
         except httpx.TimeoutException as error:
-            raise WorkflowError(f"A2A call to {target.card_url} timed out: {error}", code="timeout") from None
+            raise WorkflowError(f"A2A call to {target.card_url} timed out: {error}", code=TIMEOUT) from None
         except httpx.HTTPError as error:
             raise WorkflowError(f"A2A agent at {target.card_url} unreachable: {error}",
                                 code=codes.UNAVAILABLE) from None
@@ -86,7 +87,7 @@ def _errors(target: AgentTarget, error: Exception) -> WorkflowError:
     """The SDK's errors as our codes (the JSON-RPC code, when there is one, in ``details``)."""
     name = type(error).__name__
     if "Timeout" in name:
-        return WorkflowError(f"A2A call to {target.card_url} timed out", code="timeout")
+        return WorkflowError(f"A2A call to {target.card_url} timed out", code=TIMEOUT)
     if name == "AgentCardResolutionError":
         return WorkflowError(f"A2A agent card at {target.card_url}: {error}", code=codes.UNAVAILABLE,
                              details={"status": getattr(error, "status_code", None)})

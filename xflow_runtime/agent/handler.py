@@ -51,7 +51,7 @@ async def handle_aiagent(state: AIAgentState, data: Any, run: StateRun, scope: s
                    messages=len(history))
         system_text = await state.system_message.render_async(data, run.variables)
         turn = Turn(run, state, data, scope, counters, _client(run), long_term, mcp_tools)
-        telemetry = run.context.telemetry
+        telemetry = run.telemetry
         if telemetry is None:
             result = await turn.run_turn(system_text, history, user_text)
         else:
@@ -149,12 +149,12 @@ def _chat_scope(state: AIAgentState, data: Any, run: StateRun) -> Any:
     return scope if epoch is None else dataclasses.replace(scope, erasure_epoch=epoch)
 
 
-def _conversation_id(state: AIAgentState, chat_scope: Any, run: Any) -> str:
+def _conversation_id(state: AIAgentState, chat_scope: Any, run: StateRun) -> str:
     """``gen_ai.conversation.id``: the instance id for an instance's own history; for a shared
     history (memoryId, user mode) a digest of its key, so a memoryId that names a person never
     reaches a trace as such."""
     if _instance_scoped(state):
-        return str(_root(run).instance_id)
+        return str(run.root.instance_id)
     import hashlib
 
     parts = (chat_scope.tenant, chat_scope.agent, chat_scope.user or "", chat_scope.session or "")

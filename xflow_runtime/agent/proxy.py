@@ -21,12 +21,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from xflow_runtime.error_codes import AGENT_NO_OUTCOME, AGENT_PROXY_NO_RESULT
+from xflow_runtime.error_codes import AGENT_NO_OUTCOME, AGENT_PROXY_NO_CALLBACK, AGENT_PROXY_NO_RESULT, TIMEOUT
 from xflow_runtime.agent.conversation import conversations_for
 from xflow_runtime.agent.handler import _chat_scope, _instance_scoped
 from xflow_runtime.agent.proxy_callbacks import ANSWERED, DEFAULT_WAIT_SECONDS, REQUEST_ATTRIBUTE
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter import records
 from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.agent.plan import OutcomeFilter
 from xflow_runtime.agent.proxy_plan import AgentProxyState
@@ -92,8 +93,8 @@ async def _call(state: AgentProxyState, run: StateRun, scope: str, arguments: di
         if waiting is None:
             raise WorkflowError(f"agent '{state.agent_name}' acknowledged the request (asynchronous mode) but this "
                                 "runtime takes no callbacks: give it callback settings (xflow serve "
-                                "--callback-secret-env)", code="AgentProxyNoCallback")
-        run.record("agent_proxy_waiting", state=state.name, request_id=waiting.request_id)
+                                "--callback-secret-env)", code=AGENT_PROXY_NO_CALLBACK)
+        run.record(records.AGENT_PROXY_WAITING, state=state.name, request_id=waiting.request_id)
         return await _wait(state, run, scope, callbacks.store, waiting)
     if waiting is not None:  # answered synchronously: a later callback for the request is refused
         answered = result
@@ -155,8 +156,8 @@ async def _wait(state: AgentProxyState, run: StateRun, scope: str, requests: Any
             return _answered(state, row["answer"])
         if received is None:
             raise WorkflowError(f"agent '{state.agent_name}' did not call back in time (request "
-                                f"{waiting.request_id})", name="timeout", code="timeout")
-        run.record("agent_proxy_event_ignored", state=state.name, request_id=waiting.request_id)
+                                f"{waiting.request_id})", name="timeout", code=TIMEOUT)
+        run.record(records.AGENT_PROXY_EVENT_IGNORED, state=state.name, request_id=waiting.request_id)
 
 
 def _answered(state: AgentProxyState, answer: Mapping[str, Any]) -> Any:

@@ -90,7 +90,7 @@ def refused(call: dict[str, Any], reason: str) -> ToolRun:
 
 async def _execute(run: StateRun, state: AIAgentState, call: dict[str, Any], step: str, memory: Any = None,
                    extra_tools: Mapping[str, AgentTool] = {}) -> ToolRun:  # noqa: B006 - never mutated
-    telemetry = run.context.telemetry
+    telemetry = run.telemetry
     if telemetry is None:
         return await _execute_call(run, state, call, step, memory, extra_tools)
     name = call["function"]["name"]

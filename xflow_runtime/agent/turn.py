@@ -143,7 +143,7 @@ class Turn:
         """The call itself (not run again on a durable replay); streamed when the runtime listens
         for reply tokens."""
         sink = self.run.services.reply_tokens
-        telemetry = self.run.context.telemetry
+        telemetry = self.run.telemetry
         if sink is None:
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
         instance_id = self.run.root.instance_id

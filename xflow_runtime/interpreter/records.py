@@ -44,6 +44,17 @@ TOOL_CALL: Final = "tool_call"
 MEMORY_READ: Final = "memory_read"
 #: What an agent turn appended to chat memory: ``{state, turn, memory_id, messages}``.
 MEMORY_WRITE: Final = "memory_write"
+#: An asynchronous ``aiagentproxy`` agent acknowledged; the state waits for its callback.
+AGENT_PROXY_WAITING: Final = "agent_proxy_waiting"
+#: A wake-up of that wait whose request row still waits (anyone could have posted the event).
+AGENT_PROXY_EVENT_IGNORED: Final = "agent_proxy_event_ignored"
+#: A2A (specs/a2a.md): a call to an agent, the task it created, each read of it, a push callback
+#: that did not concern the call, and the call's end.
+A2A_CALL: Final = "a2a_call"
+A2A_TASK: Final = "a2a_task"
+A2A_TASK_READ: Final = "a2a_task_read"
+A2A_CALLBACK_IGNORED: Final = "a2a_callback_ignored"
+A2A_CALL_ENDED: Final = "a2a_call_ended"
 TASK_CREATED: Final = "task_created"
 #: An event about a user task that does not change it (the task row decides).
 TASK_EVENT_IGNORED: Final = "task_event_ignored"
@@ -52,7 +63,9 @@ RecordKind = Literal[
     "workflow_started", "workflow_completed", "workflow_failed", "secrets_missing",
     "state_entered", "state_exited", "state_failed", "compensation_started",
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
-    "async_action_failed", "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write", "task_created",
+    "async_action_failed", "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write",
+    "agent_proxy_waiting", "agent_proxy_event_ignored", "a2a_call", "a2a_task", "a2a_task_read",
+    "a2a_callback_ignored", "a2a_call_ended", "task_created",
     "task_event_ignored",
 ]
 
@@ -60,6 +73,8 @@ RecordKind = Literal[
 KINDS: Final = frozenset({
     WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, STATE_ENTERED, STATE_EXITED,
     STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
-    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TOOL_CALL, MEMORY_READ, MEMORY_WRITE, TASK_CREATED,
+    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TOOL_CALL, MEMORY_READ, MEMORY_WRITE,
+    AGENT_PROXY_WAITING, AGENT_PROXY_EVENT_IGNORED, A2A_CALL, A2A_TASK, A2A_TASK_READ, A2A_CALLBACK_IGNORED,
+    A2A_CALL_ENDED, TASK_CREATED,
     TASK_EVENT_IGNORED,
 })

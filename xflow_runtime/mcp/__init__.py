@@ -8,24 +8,19 @@ Only the definitions (:mod:`xflow_runtime.mcp.config`) and the name mapping
 
 from __future__ import annotations
 
-#: ``tools/call`` answered with ``isError: true`` (a function's failure; an agent's tool message).
-TOOL_ERROR = "MCPToolError"
-#: A JSON-RPC error from the server (``details.code`` holds the numeric code).
-PROTOCOL_ERROR = "MCPProtocolError"
-#: No answer within the server's ``timeout``; the request was cancelled.
-TIMEOUT = "MCPTimeout"
-#: The server could not be started or reached, or its handshake failed.
-UNAVAILABLE = "MCPUnavailable"
-#: ``structuredContent`` missing or not matching the tool's ``outputSchema``.
-OUTPUT_INVALID = "MCPOutputInvalid"
-#: The server asked for user input where nobody can answer (a function call, not an agent).
-INPUT_REQUIRED = "MCPInputRequired"
-#: The ``mcp`` extra is not installed.
-NOT_INSTALLED = "MCPNotInstalled"
-#: An HTTP server refused the credentials (HTTP 401 or 403).
-UNAUTHORIZED = "MCPUnauthorized"
-#: A tool named in the definition is not offered by the server.
-TOOL_NOT_FOUND = "MCPToolNotFound"
+# The error codes live in the one catalogue (xflow_runtime.error_codes); the short names read well here.
+from xflow_runtime.error_codes import MCP_INPUT_REQUIRED as INPUT_REQUIRED  # noqa: E402
+from xflow_runtime.error_codes import MCP_NOT_INSTALLED as NOT_INSTALLED  # noqa: E402
+from xflow_runtime.error_codes import MCP_OUTPUT_INVALID as OUTPUT_INVALID  # noqa: E402
+from xflow_runtime.error_codes import MCP_PROTOCOL_ERROR as PROTOCOL_ERROR  # noqa: E402
+from xflow_runtime.error_codes import MCP_TIMEOUT as TIMEOUT  # noqa: E402
+from xflow_runtime.error_codes import MCP_TOOL_ERROR as TOOL_ERROR  # noqa: E402
+from xflow_runtime.error_codes import MCP_TOOL_NOT_FOUND as TOOL_NOT_FOUND  # noqa: E402
+from xflow_runtime.error_codes import MCP_UNAUTHORIZED as UNAUTHORIZED  # noqa: E402
+from xflow_runtime.error_codes import MCP_UNAVAILABLE as UNAVAILABLE  # noqa: E402
 
 ERROR_CODES = (TOOL_ERROR, PROTOCOL_ERROR, TIMEOUT, UNAVAILABLE, UNAUTHORIZED, OUTPUT_INVALID, INPUT_REQUIRED,
                NOT_INSTALLED, TOOL_NOT_FOUND)
+
+__all__ = ["ERROR_CODES", "INPUT_REQUIRED", "NOT_INSTALLED", "OUTPUT_INVALID", "PROTOCOL_ERROR", "TIMEOUT", "TOOL_ERROR",
+           "TOOL_NOT_FOUND", "UNAUTHORIZED", "UNAVAILABLE"]

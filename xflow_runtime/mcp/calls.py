@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.mcp import (INPUT_REQUIRED, OUTPUT_INVALID, PROTOCOL_ERROR, TIMEOUT, TOOL_ERROR, UNAUTHORIZED,
                                UNAVAILABLE)
 from xflow_runtime.mcp.config import McpServerDef, split_operation
@@ -186,7 +187,6 @@ def _text_of(content: Any) -> str:
     return "\n".join(block.text for block in content or () if getattr(block, "type", None) == "text")
 
 
-def _instance_id(run: Any) -> str | None:
-    while getattr(run, "parent", None) is not None:
-        run = run.parent
-    return None if getattr(run, "instance_id", None) is None else str(run.instance_id)
+def _instance_id(run: StateRun) -> str | None:
+    instance_id = run.root.instance_id
+    return None if instance_id is None else str(instance_id)

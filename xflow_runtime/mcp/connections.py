@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.mcp import NOT_INSTALLED, UNAVAILABLE
 from xflow_runtime.mcp.config import McpServerDef
 
@@ -203,11 +204,11 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def connections_for(run: Any) -> InstanceConnections:
+def connections_for(run: StateRun) -> InstanceConnections:
     """The connections of ``run``'s top-level instance (created on first use)."""
-    services = run.context.services
+    services = run.services
     if services.mcp is None:
-        services.mcp = InstanceConnections(secrets=run.context.secrets, constants=run.plan.constants,
+        services.mcp = InstanceConnections(secrets=run.secrets, constants=run.plan.constants,
                                            in_process=services.mcp_servers)
     return services.mcp
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.error_codes import TIMEOUT
 from xflow_runtime.mcp import INPUT_REQUIRED
 from xflow_runtime.mcp.calls import InputRequired, call_tool
 from xflow_runtime.mcp.config import split_operation
@@ -68,7 +69,7 @@ async def _ask(run: Any, state: Any, server: str, tool: str, key: str, request: 
         message = await run.port.wait_event(USER_MESSAGE_TOPIC, state.timeouts.event)
         if message is None:
             raise WorkflowError(f"agent '{state.agent_name}': no answer to the MCP tool {tool!r} within "
-                                f"{state.timeouts.event:g} s", name="timeout", code="timeout")
+                                f"{state.timeouts.event:g} s", name="timeout", code=TIMEOUT)
         answer, problem = answer_of(message, schema)
         if problem is None:
             return answer
