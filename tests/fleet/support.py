@@ -36,15 +36,25 @@ class Worker:
 
 
 def start_worker(url: str, *args: str, dead_after: float = 5.0, env: dict[str, str] | None = None) -> Worker:
+    return start_workers(1, url, *args, dead_after=dead_after, env=env)[0]
+
+
+def start_workers(count: int, url: str, *args: str, dead_after: float = 5.0,
+                  env: dict[str, str] | None = None) -> list[Worker]:
+    """``count`` workers started together (their start-ups overlap), returned once all are ready."""
     environment = {**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url,
                    "XFLOW_DEAD_AFTER_SECONDS": str(dead_after), **(env or {})}
-    process = subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "worker", "--db", url, "--json", *args],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=None, text=True, env=environment)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        raise AssertionError(f"worker exited with {process.wait()} before it was ready")
-    return Worker(process, json.loads(line)["executor_id"])
+    processes = [subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "worker", "--db", url, "--json",
+                                   *args], cwd=REPO, stdout=subprocess.PIPE, stderr=None, text=True, env=environment)
+                 for _ in range(count)]
+    workers = []
+    for process in processes:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"worker exited with {process.wait()} before it was ready")
+        workers.append(Worker(process, json.loads(line)["executor_id"]))
+    return workers
 
 
 def invocations(url: str) -> list[tuple[str, str, int, Any, Any]]:

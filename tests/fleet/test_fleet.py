@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.fleet.support import (
-    check_invocations, database_now, fleet_table, invocations, start_worker,
+    check_invocations, database_now, fleet_table, invocations, start_worker, start_workers,
 )
 from xflow_runtime.engine.fleet_options import FleetOptions
 from xflow_runtime.llm.client import LLMSettings
@@ -58,9 +58,10 @@ async def test_a_killed_worker_s_instances_finish_on_the_others(postgres_databas
     scripted_model.set_script(SCRIPT)
     fleet_table(url)
     count = 200
-    expected = await _reference(count, scripted_model.api_base)
     args = ("--llm-api-base", scripted_model.api_base, "--concurrency", "40")
-    workers = [start_worker(url, *args) for _ in range(3)]
+    # the single-process reference runs while the workers start
+    expected, workers = await asyncio.gather(_reference(count, scripted_model.api_base),
+                                             asyncio.to_thread(start_workers, 3, url, *args))
     victim = random.choice(workers)
     kill_after = random.randint(20, 200)  # of the 400 invocations (2 per instance): work is left
     killed_at = None

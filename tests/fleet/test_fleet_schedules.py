@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.support import check_invocations, database_now, fleet_table, invocations, start_worker
+from tests.fleet.support import (
+    check_invocations, database_now, fleet_table, invocations, start_worker, start_workers,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -51,7 +53,7 @@ def test_one_instance_per_tick_across_a_kill_and_an_outage(postgres_database_url
     fleet_table(url)
     (tmp_path / "tick.yaml").write_text(TICK)
     args = ("--workflows", str(tmp_path))
-    workers = [start_worker(url, *args) for _ in range(3)]
+    workers = start_workers(3, url, *args)
     try:
         # SIGKILL a worker while it runs a tick (its invocation has started and not ended)
         def victim_in_tick() -> bool:

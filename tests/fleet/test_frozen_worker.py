@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.fleet.support import database_now, fleet_table, invocations, start_worker
+from tests.fleet.support import database_now, fleet_table, invocations, start_workers
 from xflow_runtime.engine.fleet import FENCED_EXIT
 from xflow_runtime.engine.fleet_options import FleetOptions
 from xflow_runtime.runtime import Runtime
@@ -47,7 +46,7 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
     url = postgres_database_url
     fleet_table(url)
     (tmp_path / "chain.yaml").write_text(CHAIN)
-    workers = [start_worker(url, "--concurrency", "10", dead_after=DEAD_AFTER) for _ in range(2)]
+    workers = start_workers(2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
     try:
         async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
             plan = runtime.load(tmp_path / "chain.yaml")

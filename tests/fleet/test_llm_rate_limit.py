@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.support import start_worker
+from tests.fleet.support import start_workers
 from xflow_runtime.engine.fleet_options import FleetOptions
 from xflow_runtime.engine.rate_limit import RateLimit
 from xflow_runtime.errors import XFlowError
@@ -55,7 +55,7 @@ async def test_the_fleet_stays_under_the_limit(postgres_database_url, scripted_m
     scripted_model.set_script({"default": {"text": "an answer"}})
     (tmp_path / "agent.yaml").write_text(AGENT)
     args = ("--llm-api-base", scripted_model.api_base, "--llm-rate-limit", "openai=2/3")
-    workers = [start_worker(url, *args) for _ in range(2)]
+    workers = start_workers(2, url, *args)
     try:
         async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
             plan = runtime.load(tmp_path / "agent.yaml")

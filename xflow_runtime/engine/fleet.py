@@ -28,7 +28,6 @@ import os
 import socket
 import threading
 import time
-from typing import Any
 
 from sqlalchemy import Engine, text
 
