@@ -231,11 +231,15 @@ class Runtime:
     def register(self, workflow: "WorkflowPlan | str | Path") -> "WorkflowPlan":
         """Make a workflow (a plan from :meth:`load`, or a file) available to ``subFlowRef`` by its
         id and version. Durable instances record the text of every registered workflow, so a
-        resumed instance finds the subflows it started with."""
+        resumed instance finds the subflows it started with. A new text of a registered id and
+        version replaces the old one."""
         plan = self.load(workflow) if isinstance(workflow, (str, Path)) else workflow
         ref = self._refs.get(id(plan))
         if ref is None:
             raise XFlowError("register() takes a file or a plan returned by this runtime's load()")
+        for sha, known in list(self._subflows.items()):  # a new text of the same id and version replaces it
+            if (known.workflow_id, known.version) == (plan.workflow_id, plan.version) and known is not plan:
+                del self._subflows[sha]
         self._subflows[ref.sha256] = plan
         return plan
 

@@ -3,7 +3,9 @@ folder, compiled by the runtime. A file that changes on disk is compiled again o
 request that looks (at most every ``min_interval`` seconds) and becomes a new revision of its
 workflow; a file that fails to compile keeps serving its last good revision and reports the
 error in ``GET /v1/workflows``. Running instances are unaffected: each recorded the text of the
-definition it started with (``specs/python-api.md``)."""
+definition it started with (``specs/python-api.md``). Every definition is also registered with
+the runtime, so ``subFlowRef`` and agent ``collaborators`` can name the folder's workflows (the
+newest revision replaces the previous one)."""
 
 from __future__ import annotations
 
@@ -105,6 +107,7 @@ class WorkflowCatalog:
         self._revisions[plan.workflow_id] = revision
         self._definitions[plan.workflow_id] = Definition(plan.workflow_id, plan.version, plan.name, ref.path,
                                                          ref.sha256, revision, plan)
+        self.runtime.register(plan)  # subFlowRef (and agent collaborators) name the folder's workflows
         return _FileState(stamp, plan.workflow_id, None)
 
     def definitions(self) -> list[Definition]:
