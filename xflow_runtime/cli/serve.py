@@ -131,7 +131,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def _draining_server(uvicorn: Any, config: Any, state: Any) -> Any:
-    class DrainingServer(uvicorn.Server):  # type: ignore[misc, name-defined]
+    class DrainingServer(uvicorn.Server):
         """Marks the service draining the moment a stop signal arrives (before uvicorn closes the
         listening socket), so ``/readyz`` fails and starts/events are refused."""
 

@@ -24,6 +24,10 @@ STATE_EXITED: Final = "state_exited"
 STATE_FAILED: Final = "state_failed"
 COMPENSATION_STARTED: Final = "compensation_started"
 
+#: The input or output does not match its schema and the schema only warns (``failOnValidationErrors: false``).
+INPUT_VALIDATION_WARNING: Final = "input_validation_warning"
+OUTPUT_VALIDATION_WARNING: Final = "output_validation_warning"
+
 # --- events and actions (interpreter/instance.py, actions.py, states/) ----------------------------
 EVENT_PRODUCED: Final = "event_produced"
 EVENT_CONSUMED: Final = "event_consumed"
@@ -38,19 +42,27 @@ LLM_CALL: Final = "llm_call"
 #: An agent answered and waits for the next user message.
 AGENT_REPLY: Final = "agent_reply"
 TASK_CREATED: Final = "task_created"
+#: How a user task ended (the kinds keep the spelling of the task's status).
+TASK_COMPLETED: Final = "task_completed"
+TASK_DELETED: Final = "task_deleted"
+TASK_TIMED_OUT: Final = "task_timedOut"
 #: An event about a user task that does not change it (the task row decides).
 TASK_EVENT_IGNORED: Final = "task_event_ignored"
 
 RecordKind = Literal[
     "workflow_started", "workflow_completed", "workflow_failed", "secrets_missing",
+    "input_validation_warning", "output_validation_warning",
     "state_entered", "state_exited", "state_failed", "compensation_started",
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
-    "async_action_failed", "llm_call", "agent_reply", "task_created", "task_event_ignored",
+    "async_action_failed", "llm_call", "agent_reply", "task_created", "task_completed", "task_deleted",
+    "task_timedOut", "task_event_ignored",
 ]
 
 #: Every kind above.
 KINDS: Final = frozenset({
-    WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, STATE_ENTERED, STATE_EXITED,
+    WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, INPUT_VALIDATION_WARNING,
+    OUTPUT_VALIDATION_WARNING, STATE_ENTERED, STATE_EXITED,
     STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
-    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TASK_CREATED, TASK_EVENT_IGNORED,
+    ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TASK_CREATED, TASK_COMPLETED, TASK_DELETED,
+    TASK_TIMED_OUT, TASK_EVENT_IGNORED,
 })
