@@ -7,12 +7,12 @@ import sys
 from typing import Any
 
 
-class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class CurrentStderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a record is logged. A plain handler keeps the
     stream of the moment it was created, which breaks once an embedder or a test harness swaps
     and closes that stream (and ``xflow``'s ``main()`` may run again in one process)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

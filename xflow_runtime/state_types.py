@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 @dataclass(frozen=True)
 class StateType:
@@ -103,6 +103,6 @@ def _resolve(name: str, half: str) -> Callable[..., Any] | None:
         return None
     if isinstance(ref, str):
         module, _, attribute = ref.partition(":")
-        ref = getattr(import_module(module), attribute)
+        ref = cast("Callable[..., Any]", getattr(import_module(module), attribute))
     _RESOLVED[(name, half)] = ref
     return ref

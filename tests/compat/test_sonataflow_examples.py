@@ -3,9 +3,7 @@ ours through ``xflow run``: the same inputs, the same asserted outputs."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from typing import Any
 
 import pytest

@@ -88,7 +88,7 @@ def test_killed_instances_resume_to_the_uninterrupted_output(tmp_path: Path) -> 
                     "--input", json.dumps({"log": str(log)}), cwd=REPO)
     for point in kill_points:
         assert kill_when(process, log, point), "the instance finished before it could be killed"
-        started = [int(l.split()[1]) for l in log_lines(log) if l.startswith("start ")]
+        started = [int(line.split()[1]) for line in log_lines(log) if line.startswith("start ")]
         in_flight_at_kill.append(started[-1])
         process = xflow("resume", "crash-1", "--db", db, cwd=REPO)
     out, err = process.communicate(timeout=120)

@@ -7,7 +7,6 @@ engine's contract independently of the interpreter.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable

@@ -111,7 +111,7 @@ async def test_a_restarted_runtime_recovers_its_instances_without_rerunning_step
     url = f"sqlite:///{tmp_path / 's.sqlite'}"
     charges = Charges()
     first = Runtime("durable", database_url=url, functions={"charge": charges})
-    handle = await first.start(first.load(files["approval"]), {"amount": 5}, instance_id="order-5")
+    await first.start(first.load(files["approval"]), {"amount": 5}, instance_id="order-5")
     for _ in range(200):  # wait until it charged and waits for the approval
         described = await first.describe("order-5")
         if [s["state"] for s in described["states"]] == ["Charge", "Wait"]:

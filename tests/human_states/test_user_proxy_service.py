@@ -4,7 +4,6 @@ the service while it waits; a relay whose message and answer go over the same en
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import httpx
 import pytest

@@ -69,9 +69,9 @@ def test_other_paths_still_go_through_jq(text):
 
 # --- the pure-Python subset evaluator agrees with libjq -----------------------------------------
 
-import json as _json
+import json as _json  # noqa: E402 - the imports of this section of the file
 
-import jq as _jq
+import jq as _jq  # noqa: E402
 
 _leaves = st.sampled_from([".", ".a", ".b", ".a.b", ".c.a", "0", "1", "2", "7", "0.5", "2.5", '"x"', '""',
                            '"é"', "true", "false", "null"])

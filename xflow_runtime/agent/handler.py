@@ -29,6 +29,7 @@ from xflow_runtime.interpreter import records
 from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
+from xflow_runtime.agent.proxy_plan import AgentProxyState
 from xflow_runtime.plan.model import Exit
 
 
@@ -133,7 +134,7 @@ def _client(run: StateRun) -> LLMClient:
     return default_client()
 
 
-def _chat_scope(state: AIAgentState, data: Any, run: StateRun) -> Any:
+def _chat_scope(state: AIAgentState | AgentProxyState, data: Any, run: StateRun) -> Any:
     """Where this state's history lives. The identity (``tenant``, ``user``) is the instance's,
     from ``services.identity``. A session scope without a memoryId is the instance's own
     history, shared by all its agent states whatever their ``agentName`` (so it is keyed by the
@@ -161,7 +162,7 @@ def _conversation_id(state: AIAgentState, chat_scope: Any, run: StateRun) -> str
     return "sha256:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
-def _instance_scoped(state: AIAgentState) -> bool:
+def _instance_scoped(state: AIAgentState | AgentProxyState) -> bool:
     """No memoryId, session mode: the history of this instance only."""
     from xflow_runtime.memory.chat.scope import ScopeMode
 

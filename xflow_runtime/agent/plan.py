@@ -98,7 +98,7 @@ class AIAgentState(State):
         return next((tool for tool in self.tools if tool.name == name), None)
 
 
-def compile_aiagent(raw: dict, ctx: CompileContext, common: dict[str, Any]) -> State:
+def compile_aiagent(raw: dict[str, Any], ctx: CompileContext, common: dict[str, Any]) -> AIAgentState:
     from xflow_runtime.agent.prompts import compile_prompt
     from xflow_runtime.agent.schemas import compile_schema
     from xflow_runtime.llm.config import compile_llm_config

@@ -58,7 +58,7 @@ def sandbox() -> Any:
 def _bounded_sandbox_class() -> Any:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class BoundedSandbox(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
         """Refuses the single operations whose cost one bytecode cannot bound: repeating a text or
         list past the result budget, and powers with huge results (one C call each, so the time
         budget could not interrupt them)."""

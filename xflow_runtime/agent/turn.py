@@ -171,7 +171,7 @@ def _parse(text: str, schema: Any) -> tuple[Any, list[str]]:
     fenced = _FENCE.match(text)
     try:
         value = json.loads(fenced.group(1) if fenced else text)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         return None, [f"the answer is not JSON ({error.msg} at position {error.pos})"]
     return value, schema.errors(value)
 

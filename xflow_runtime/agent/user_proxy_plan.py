@@ -42,9 +42,10 @@ def compile_user_proxy(raw: dict, ctx: CompileContext, common: dict[str, Any]) -
 
     where = ctx.where
     agent_name = require(raw, "agentName", where)
-    role = raw.get("agentRole") or "relay"
-    if role not in ("relay", "facilitator"):
-        raise invalid(f"{where}/agentRole", f"expected relay or facilitator, found {role!r}")
+    role_raw = raw.get("agentRole") or "relay"
+    if role_raw not in ("relay", "facilitator"):
+        raise invalid(f"{where}/agentRole", f"expected relay or facilitator, found {role_raw!r}")
+    role: Literal["relay", "facilitator"] = "facilitator" if role_raw == "facilitator" else "relay"
     relay = raw.get("relayMessage") or {}
     outcomes = tuple(compile_outcome(item, ctx, f"{where}/agentOutcomes/{i}")
                      for i, item in enumerate(raw.get("agentOutcomes") or ()))

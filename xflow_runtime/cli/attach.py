@@ -89,7 +89,11 @@ async def follow(handle: Any, watcher: WaitWatcher, options: FollowOptions, *, d
     when ``--wait-timeout`` passes."""
     loop = asyncio.get_running_loop()
     waiting = asyncio.Event()
-    watcher.on_wait = lambda wait: loop.call_soon_threadsafe(waiting.set)
+
+    def woken(wait: Wait) -> None:
+        loop.call_soon_threadsafe(waiting.set)
+
+    watcher.on_wait = woken
     result = asyncio.ensure_future(handle.result())
     waits = asyncio.ensure_future(waiting.wait()) if options.detach else None
     try:

@@ -188,11 +188,11 @@ class Chat:
                         self._say("")  # ends the line written token by token
                     if shown.strip() != text.strip():  # e.g. a repaired answer: show the final one
                         self._say(f"agent> {text}")
-                text = await self._ask()
-                if text is None:
+                answer = await self._ask()
+                if answer is None:
                     result.cancel()
                     return 0
-                await runtime.send_message(handle.instance_id, text)
+                await runtime.send_message(handle.instance_id, answer)
 
     async def _ask(self) -> str | None:
         if self.read_line is not None:  # a terminal: readline prompts (on stdout) and edits

@@ -16,7 +16,7 @@ import argparse
 import asyncio
 import importlib
 import sys
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 from xflow_runtime.errors import XFlowError
 
@@ -55,7 +55,7 @@ def open_memory_engine(db: str | None) -> Any:
     return engine
 
 
-def run_async(operation: Callable[[], Awaitable[int]]) -> int:
+def run_async(operation: Callable[[], Coroutine[Any, Any, int]]) -> int:
     """Run a sub-command's coroutine; a user-facing error prints one line and exits 1."""
     try:
         return asyncio.run(operation())

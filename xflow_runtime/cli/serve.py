@@ -249,7 +249,7 @@ def _stop_workers(workers: list[Any], drain_seconds: float) -> None:
 
 
 def _draining_server(uvicorn: Any, config: Any, state: Any, workers: list[Any], drain_seconds: float) -> Any:
-    class DrainingServer(uvicorn.Server):  # type: ignore[misc, name-defined]
+    class DrainingServer(uvicorn.Server):
         """Marks the service draining the moment a stop signal arrives (before uvicorn closes the
         listening socket), so ``/readyz`` fails and starts/events are refused; its workers start
         draining at the same moment and are waited for before the server's shutdown ends."""

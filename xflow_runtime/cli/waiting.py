@@ -11,6 +11,7 @@ the watcher's timer.
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import threading
@@ -88,7 +89,7 @@ def delivery_commands(wait: Wait, instance_id: str, *, attached: bool, options: 
 def notice(wait: Wait, instance_id: str | None, *, attached: bool, options: Sequence[str] = (),
            stream: TextIO | None = None) -> list[str]:
     """The lines that tell a user what the instance waits for and how to deliver it."""
-    paint_to = stream or _NullStream()
+    paint_to = stream or io.StringIO()  # not a terminal: no colour
     head = paint(f"waiting in state {wait.state}", "yellow", paint_to)
     lines = [f"{head}: {_what(wait)}"]
     if wait.due is not None and wait.kind != "timer":
@@ -144,11 +145,6 @@ def _event_fields(event: Any) -> dict[str, Any]:
     if event.correlation:
         fields["correlation"] = {rule.attribute: rule.value for rule in event.correlation}
     return fields
-
-
-class _NullStream:
-    def isatty(self) -> bool:
-        return False
 
 
 @dataclass

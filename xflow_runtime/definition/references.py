@@ -143,7 +143,7 @@ def _schema_problem(value: Any) -> tuple[str, str] | None:
     from jsonschema.validators import validator_for
 
     try:
-        validator_for(value).check_schema(value)
+        validator_for(value).check_schema(value)  # type: ignore[arg-type]  # a bool is a schema; the stubs say dict
     except SchemaError as exc:
         return "/" + "/".join(str(p) for p in exc.absolute_path), exc.message
     return None

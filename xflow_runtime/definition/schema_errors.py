@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from xflow_runtime.definition.source_map import pointer_from_path
 
@@ -100,8 +100,9 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
         for name in _missing(error):
             yield pointer, f"missing required property {name!r}{_rule(error)}", "XF052", True
     elif kind == "additionalProperties" and isinstance(instance, dict):
-        known = sorted((error.schema or {}).get("properties", {}))
-        patterns = list((error.schema or {}).get("patternProperties", {}))
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        known = sorted(schema.get("properties", {}))
+        patterns = list(schema.get("patternProperties", {}))
         for key in instance:
             if key not in known and not any(re.search(p, key) for p in patterns):
                 yield (pointer_from_path([*error.absolute_path, key]), f"unknown property {key!r}"
@@ -119,7 +120,7 @@ def _leaf(error: ValidationError) -> Iterator[Finding]:
         name = pointer.rsplit("/", 1)[-1] if pointer else "this value"
         yield pointer, f"{name!r} is not allowed here{reason}", "XF050", True
     elif kind == "minItems":
-        found = "an empty array" if not instance else f"{len(instance)} item(s)"
+        found = "an empty array" if not instance else f"{len(instance)} item(s)"  # type: ignore[arg-type]  # an array here
         yield pointer, f"found {found}, expected at least {value} item(s)", "XF050", False
     elif kind == "minLength" and value == 1:
         yield pointer, "found an empty string, expected a non-empty one", "XF050", False
@@ -161,7 +162,8 @@ def _discriminator_mismatches(errors: list[ValidationError], depth: int) -> list
 
 
 def _allowed_values(error: ValidationError) -> list[Any]:
-    return list(error.validator_value) if error.validator == "enum" else [error.validator_value]
+    value = error.validator_value
+    return list(value) if error.validator == "enum" else [value]  # type: ignore[arg-type]  # enum: a list
 
 
 def _missing(error: ValidationError) -> list[str]:

@@ -30,7 +30,8 @@ class _ScalarConstructor(SafeConstructor):
         return str(node.value)
 
 
-_ScalarConstructor.add_constructor("tag:yaml.org,2002:timestamp", _ScalarConstructor.construct_yaml_timestamp)
+_ScalarConstructor.add_constructor(  # type: ignore[type-var]  # the stubs bind the method type too narrowly
+    "tag:yaml.org,2002:timestamp", _ScalarConstructor.construct_yaml_timestamp)
 
 
 class _TooManyNodes(Exception):
@@ -76,6 +77,7 @@ class YamlTreeBuilder:
                 return [self._node(item, f"{pointer}/{i}") for i, item in enumerate(node.value)]
             if node.tag != _MAP:
                 self._report(node, pointer, f"YAML tag {node.tag!r} has no JSON equivalent", "XF009")
+            assert isinstance(node, yaml.MappingNode)  # noqa: S101 - scalar, sequence and mapping are all YAML has
             return self._mapping(node, pointer)
         finally:
             self._active.discard(id(node))

@@ -44,7 +44,7 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         finally:
             self._in_flight -= 1
 
-    def _run_once(self) -> None:  # type: ignore[override]
+    def _run_once(self) -> None:
         if not self._ready and not self._stopping and self._in_flight == 0:  # type: ignore[attr-defined]
             scheduled = self._scheduled  # type: ignore[attr-defined]
             live = [handle._when for handle in scheduled if not handle._cancelled]

@@ -62,7 +62,7 @@ async def run_bounded(work: Callable[[], Any], what: str) -> Any:
     limits = current_limits()
     loop = asyncio.get_running_loop()
     done, thread = start_daemon_thread(work, f"xflow-evaluation: {what[:40]}")
-    timer = loop.call_later(limits.timeout, lambda: done.done() or done.set_result(_EXPIRED))
+    timer = loop.call_later(limits.timeout, resolve_once, done, _EXPIRED)
     try:
         with real_time(loop):
             result = await done
@@ -79,6 +79,12 @@ async def run_bounded(work: Callable[[], Any], what: str) -> Any:
 
 
 _EXPIRED = object()
+
+
+def resolve_once(future: "asyncio.Future[Any]", value: Any) -> None:
+    """Set ``future``'s result unless something already did (a timer racing the work)."""
+    if not future.done():
+        future.set_result(value)
 
 
 def _interrupt(thread: threading.Thread) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from xflow_runtime.errors import ExpressionError, ExpressionTimeout, ExpressionTooLarge
+from xflow_runtime.expressions.bounded_thread import resolve_once
 from xflow_runtime.expressions.jq_expressions import jq_failure
 from xflow_runtime.expressions.limits import EvaluationLimits, real_time
 
@@ -151,7 +152,7 @@ class EvaluatorProcess:
                 arrived.set_result(parsed)
 
         loop.add_reader(self._out, readable)
-        timer = loop.call_later(timeout, lambda: arrived.done() or arrived.set_result(None))
+        timer = loop.call_later(timeout, resolve_once, arrived, None)
         try:
             with real_time(loop):
                 return await arrived

@@ -42,7 +42,7 @@ def get_path(data: Any, path: Sequence[str | int]) -> Any:
     current = data
     for key in path:
         if isinstance(current, dict):
-            current = current.get(key)  # type: ignore[arg-type]
+            current = current.get(key)
         elif isinstance(current, list) and isinstance(key, int) and -len(current) <= key < len(current):
             current = current[key]
         else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urljoin
 
-from xflow_runtime.error_codes import CONFIGURATION_ERROR, FUNCTION_NOT_FOUND
+from xflow_runtime.error_codes import CONFIGURATION_ERROR
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status, send

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from xflow_runtime.error_codes import INVALID_ARGUMENTS
+from xflow_runtime.error_codes import CONFIGURATION_ERROR, FUNCTION_NOT_FOUND, INVALID_ARGUMENTS
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.functions.auth import auth_headers, send_authenticated
 from xflow_runtime.functions.context import FunctionContext
 from xflow_runtime.functions.http import HttpRequest, decode_body, raise_for_status
-from xflow_runtime.functions.openapi import (
-    CONFIGURATION_ERROR, FUNCTION_NOT_FOUND, inline_operation, load_document, split_operation,
-)
+from xflow_runtime.functions.openapi import inline_operation, load_document, split_operation
 from xflow_runtime.functions.rest_mapping import ArgumentError, RestOperation, map_arguments
 from xflow_runtime.plan.functions import FunctionDef
 

@@ -21,7 +21,8 @@ from typing import Any
 from xflow_runtime.interpreter.context import ExecutionContext, FunctionInvoker, WorkflowRegistry
 from xflow_runtime.interpreter.events import EVENT_TOPIC
 from xflow_runtime.interpreter.execute import ExecutionResult, execute
-from xflow_runtime.interpreter.failures import TIMEOUT, Failure
+from xflow_runtime.error_codes import TIMEOUT
+from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.records import RecordKind
 from xflow_runtime.interpreter.registry import StateHandler, register_state_handler
 from xflow_runtime.interpreter.services import Identity, InstanceServices

@@ -55,8 +55,9 @@ async def all_of(port: EnginePort, coroutines: Sequence[Awaitable[Any]]) -> list
     try:
         outcome = await recorded_outcome(port, key)
         if outcome is not None:  # "failed:<index>": that branch failed first
-            failed: asyncio.Task[Any] | None = tasks[int(outcome.split(":")[1])]
-            await asyncio.wait((failed,))
+            first = tasks[int(outcome.split(":")[1])]
+            await asyncio.wait((first,))
+            failed: asyncio.Task[Any] | None = first
         else:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             failed = next((task for task in tasks if _failed(task)), None)

@@ -82,7 +82,8 @@ class Inbox:
                 self._buffer.append(message)
             self._notify()
 
-    def _take(self, definitions: Sequence[EventDef], correlation: dict[str, Any]):
+    def _take(self, definitions: Sequence[EventDef],
+              correlation: dict[str, Any]) -> tuple[EventDef, dict[str, Any]] | None:
         for index, event in enumerate(self._buffer):
             for definition in definitions:
                 if matches(event, definition, correlation):

@@ -20,7 +20,8 @@ from xflow_runtime.expressions.limits import DEFAULT_LIMITS, current_limits, res
 from xflow_runtime.interpreter.concurrency import TIMER, WORK, record_outcome, recorded_outcome
 from xflow_runtime.interpreter.context import ExecutionContext
 from xflow_runtime.interpreter.events import Inbox
-from xflow_runtime.interpreter.failures import TIMEOUT, Failure
+from xflow_runtime.error_codes import TIMEOUT
+from xflow_runtime.interpreter.failures import Failure
 from xflow_runtime.interpreter.instance import Instance, StopRequested
 from xflow_runtime.plan.model import End, WorkflowExecTimeout
 from xflow_runtime.plan.states import DataInputSchema, WorkflowPlan
@@ -132,7 +133,7 @@ async def _run_instance(plan: WorkflowPlan, input: Any, *, port: EnginePort, con
             output, end = await _run_with_deadline(run, data, timeout)
         if plan.output_schema is not None:
             _check_against(plan.output_schema, output, "workflow output", "workflow-output-schema",
-                           "output_validation_warning", run)
+                           records.OUTPUT_VALIDATION_WARNING, run)
     except _TimedOut as timed_out:
         await run.close()
         run.record(records.WORKFLOW_FAILED, error=timed_out.error)
@@ -171,11 +172,11 @@ def _check_input(plan: WorkflowPlan, input: Any, run: Instance) -> Any:
         raise Failure(f"workflow input must be a JSON object, found {type(data).__name__}", code=INVALID_INPUT)
     if plan.data_input_schema is not None:
         _check_against(plan.data_input_schema, data, "workflow input", "dataInputSchema",
-                       "input_validation_warning", run)
+                       records.INPUT_VALIDATION_WARNING, run)
     return data
 
 
-def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: str, warning: str,
+def _check_against(schema: DataInputSchema, data: Any, what: str, schema_name: str, warning: records.RecordKind,
                    run: Instance) -> None:
     """Fail with code ``validation`` (or record ``warning``) when ``data`` does not match ``schema``."""
     try:

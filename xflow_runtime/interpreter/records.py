@@ -24,6 +24,10 @@ STATE_EXITED: Final = "state_exited"
 STATE_FAILED: Final = "state_failed"
 COMPENSATION_STARTED: Final = "compensation_started"
 
+#: The input or output does not match its schema and the schema only warns (``failOnValidationErrors: false``).
+INPUT_VALIDATION_WARNING: Final = "input_validation_warning"
+OUTPUT_VALIDATION_WARNING: Final = "output_validation_warning"
+
 # --- events and actions (interpreter/instance.py, actions.py, states/) ----------------------------
 EVENT_PRODUCED: Final = "event_produced"
 EVENT_CONSUMED: Final = "event_consumed"
@@ -56,25 +60,30 @@ A2A_TASK_READ: Final = "a2a_task_read"
 A2A_CALLBACK_IGNORED: Final = "a2a_callback_ignored"
 A2A_CALL_ENDED: Final = "a2a_call_ended"
 TASK_CREATED: Final = "task_created"
+#: How a user task ended (the kinds keep the spelling of the task's status).
+TASK_COMPLETED: Final = "task_completed"
+TASK_DELETED: Final = "task_deleted"
+TASK_TIMED_OUT: Final = "task_timedOut"
 #: An event about a user task that does not change it (the task row decides).
 TASK_EVENT_IGNORED: Final = "task_event_ignored"
 
 RecordKind = Literal[
     "workflow_started", "workflow_completed", "workflow_failed", "secrets_missing",
+    "input_validation_warning", "output_validation_warning",
     "state_entered", "state_exited", "state_failed", "compensation_started",
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
     "async_action_failed", "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write",
     "agent_proxy_waiting", "agent_proxy_event_ignored", "a2a_call", "a2a_task", "a2a_task_read",
-    "a2a_callback_ignored", "a2a_call_ended", "task_created",
-    "task_event_ignored",
+    "a2a_callback_ignored", "a2a_call_ended", "task_created", "task_completed", "task_deleted",
+    "task_timedOut", "task_event_ignored",
 ]
 
 #: Every kind above.
 KINDS: Final = frozenset({
-    WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, STATE_ENTERED, STATE_EXITED,
+    WORKFLOW_STARTED, WORKFLOW_COMPLETED, WORKFLOW_FAILED, SECRETS_MISSING, INPUT_VALIDATION_WARNING,
+    OUTPUT_VALIDATION_WARNING, STATE_ENTERED, STATE_EXITED,
     STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
     ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TOOL_CALL, MEMORY_READ, MEMORY_WRITE,
     AGENT_PROXY_WAITING, AGENT_PROXY_EVENT_IGNORED, A2A_CALL, A2A_TASK, A2A_TASK_READ, A2A_CALLBACK_IGNORED,
-    A2A_CALL_ENDED, TASK_CREATED,
-    TASK_EVENT_IGNORED,
+    A2A_CALL_ENDED, TASK_CREATED, TASK_COMPLETED, TASK_DELETED, TASK_TIMED_OUT, TASK_EVENT_IGNORED,
 })

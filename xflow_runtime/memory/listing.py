@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+import typing
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, Table, and_, or_, select
 
 from xflow_runtime.memory.chat import repository as chats
 from xflow_runtime.memory.chat.repository import ChatInfo
@@ -23,7 +24,7 @@ from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.models import Chat
 
 Item = TypeVar("Item")
-_chats = Chat.__table__
+_chats = typing.cast(Table, Chat.__table__)  # a declarative model\'s table (typed FromClause)
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,17 @@ user, consent, and extraction jobs (with the copy of the conversation a job stil
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Table, select
 
 from xflow_runtime.memory.chat import repository as chats
 from xflow_runtime.memory.longterm import privacy
 from xflow_runtime.memory.longterm.repository import MEMORY_COLUMNS, memories, to_memory
 from xflow_runtime.storage.longterm_models import ExtractionJobRow
 
-_jobs = ExtractionJobRow.__table__
+_jobs = typing.cast(Table, ExtractionJobRow.__table__)  # a declarative model\'s table (typed FromClause)
 
 
 def export_memory(connection: Connection, tenant: str, user: str) -> dict[str, Any]:

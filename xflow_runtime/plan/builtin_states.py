@@ -37,13 +37,13 @@ def _mode(raw: Mapping[str, Any], key: str, default: str, where: str) -> Any:
     return value
 
 
-def operation(raw: dict, ctx: CompileContext, common: Common) -> State:
+def operation(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     return OperationState(**common, actions=compile_actions(require(raw, "actions", where), ctx, f"{where}/actions"),
                           action_mode=_mode(raw, "actionMode", "sequential", where))
 
 
-def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
+def switch(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     data_raw, event_raw = raw.get("dataConditions"), raw.get("eventConditions")
     if data_raw is not None and event_raw is not None:
@@ -77,12 +77,12 @@ def switch(raw: dict, ctx: CompileContext, common: Common) -> State:
                        else compile_required_exit(default_raw, ctx, f"{where}/defaultCondition"))
 
 
-def sleep(raw: dict, ctx: CompileContext, common: Common) -> State:
+def sleep(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     return SleepState(**common, duration=parse_duration(require(raw, "duration", where), where=f"{where}/duration"))
 
 
-def inject(raw: dict, ctx: CompileContext, common: Common) -> State:
+def inject(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     data = require(raw, "data", where)
     if not isinstance(data, Mapping):
@@ -90,7 +90,7 @@ def inject(raw: dict, ctx: CompileContext, common: Common) -> State:
     return InjectState(**common, data=data)
 
 
-def parallel(raw: dict, ctx: CompileContext, common: Common) -> State:
+def parallel(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     branches = tuple(
         Branch(
@@ -115,7 +115,7 @@ def parallel(raw: dict, ctx: CompileContext, common: Common) -> State:
     return ParallelState(**common, branches=branches, completion_type=completion, num_completed=num)
 
 
-def foreach(raw: dict, ctx: CompileContext, common: Common) -> State:
+def foreach(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     batch = raw.get("batchSize")
     if batch is not None:
@@ -158,7 +158,7 @@ def _iteration_param(value: Any, where: str) -> str:
     return value
 
 
-def event(raw: dict, ctx: CompileContext, common: Common) -> State:
+def event(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     on_events = tuple(
         OnEvents(
@@ -174,7 +174,7 @@ def event(raw: dict, ctx: CompileContext, common: Common) -> State:
     return EventState(**common, on_events=on_events, exclusive=exclusive not in (False, "false"))
 
 
-def callback(raw: dict, ctx: CompileContext, common: Common) -> State:
+def callback(raw: dict[str, Any], ctx: CompileContext, common: Common) -> State:
     where = ctx.where
     return CallbackState(
         **common,

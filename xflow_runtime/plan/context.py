@@ -45,8 +45,9 @@ class CompileContext:
             raise invalid(where, f"expected an expression string, found {type(text).__name__}")
         text = self._function_reference(text, where)
         try:
-            return compile_in(self.expression_lang, text, as_path=path,
-                              extra_variables=extra_variables + self.variables)
+            compiled: JqExpression = compile_in(self.expression_lang, text, as_path=path,  # jq or JSONPath:
+                                                extra_variables=extra_variables + self.variables)  # one interface
+            return compiled
         except ExpressionError as exc:
             raise invalid(where, str(exc)) from None
 

@@ -72,7 +72,8 @@ def compile_auth_def(raw: Mapping[str, Any]) -> AuthDef:
     return AuthDef(name=name, scheme=scheme, properties=dict(properties) if isinstance(properties, dict) else properties)
 
 
-def compile_function_def(raw: dict, auth_defs: dict[str, dict], base_dir: str | None) -> FunctionDef:
+def compile_function_def(raw: dict[str, Any], auth_defs: dict[str, dict[str, Any]],
+                         base_dir: str | None) -> FunctionDef:
     """Check one raw function definition and resolve its ``authRef`` against ``auth_defs``.
 
     ``auth_defs`` maps auth names to their raw definitions. Raises :class:`DefinitionError`
@@ -86,7 +87,7 @@ def compile_function_def(raw: dict, auth_defs: dict[str, dict], base_dir: str | 
     type_ = raw.get("type", "rest")
     if type_ not in FUNCTION_TYPES:
         raise _invalid(f"function '{name}': type {type_!r} is not one of {', '.join(FUNCTION_TYPES)}")
-    operation = raw.get("operation")
+    operation: Any = raw.get("operation")  # a str or an inline dict once checked
     _check_operation(name, type_, operation)
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, Mapping):

@@ -47,13 +47,14 @@ def _compiled(raw: Any, base_dir: str | None, where: str) -> DataInputSchema | N
         else _read_schema(raw, base_dir, where)
     import jsonschema  # only workflows that declare a schema pay for this import
 
+    document: dict[str, Any] = dict(schema)
     try:
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator_class.check_schema(schema)
+        validator_class = jsonschema.validators.validator_for(document)
+        validator_class.check_schema(document)
     except jsonschema.SchemaError as exc:
         raise invalid(where, f"not a valid JSON Schema: {exc.message}") from None
-    validator = validator_class(schema, registry=_local_registry(schema))
-    return DataInputSchema(schema=dict(schema), fail_on_validation_errors=fail, validator=validator)
+    validator = validator_class(document, registry=_local_registry(document))
+    return DataInputSchema(schema=document, fail_on_validation_errors=fail, validator=validator)
 
 
 def anchor_refs(schema: Any, folder: Path) -> Any:
@@ -87,7 +88,8 @@ def _read_schema(uri: Any, base_dir: str | None, where: str) -> Mapping[str, Any
         raise invalid(where, f"{uri!r} is not JSON/YAML: {exc}") from None
     if not isinstance(schema, Mapping):
         raise invalid(where, f"{uri!r} does not hold a JSON Schema object")
-    return anchor_refs(schema, Path(path).resolve().parent)
+    anchored: Mapping[str, Any] = anchor_refs(schema, Path(path).resolve().parent)
+    return anchored
 
 
 def _parse_file(path: str) -> Any:
@@ -111,12 +113,12 @@ def _local_registry(root: Mapping[str, Any]) -> Any:
     def retrieve(uri: str) -> Resource:
         parts = urlsplit(uri)
         if parts.scheme != "file":
-            raise NoSuchResource(ref=uri)
+            raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs class mypy cannot see
         path = unquote(parts.path)
         try:
             contents = anchor_refs(_parse_file(path), Path(path).parent)
         except Exception:  # noqa: BLE001 - unreadable: the validation error names the reference
-            raise NoSuchResource(ref=uri) from None
+            raise NoSuchResource(ref=uri) from None  # type: ignore[call-arg]  # (as above)
         return Resource.from_contents(contents, default_specification=dialect)
 
-    return Registry(retrieve=retrieve)
+    return Registry(retrieve=retrieve)  # type: ignore[call-arg]  # (as above)

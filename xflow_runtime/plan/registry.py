@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from xflow_runtime import state_types
 
 if TYPE_CHECKING:
-    from xflow_runtime.plan.compile import CompileContext
+    from xflow_runtime.plan.context import CompileContext
     from xflow_runtime.plan.states import State
 
 StateCompiler = Callable[[dict[str, Any], "CompileContext", dict[str, Any]], "State"]

@@ -34,7 +34,8 @@ def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -
     ``strict`` makes the SonataFlow relaxations (XF140–XF147) errors."""
     from xflow_runtime.definition import load_workflow
 
-    return load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict).plan
+    plan: WorkflowPlan = load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict).plan
+    return plan
 
 
 _UNRESOLVED = object()
@@ -155,7 +156,7 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
                   workflows: Sequence["WorkflowPlan"] = ()) -> Any:
     """Run the interpreter over ``port``; the output, or :class:`WorkflowFailed`. ``identity``
     (``tenant``, ``user``) scopes chat memory; ``workflows`` are what ``subFlowRef`` can name."""
-    from xflow_runtime.interpreter.context import ExecutionContext
+    from xflow_runtime.interpreter.context import ExecutionContext, WorkflowRegistry
     from xflow_runtime.interpreter.execute import execute as interpret
 
     function_context = services.function_context(plan)
@@ -175,7 +176,7 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
         event_sink=services.runtime.on_event,
         observer=history,
         instance_id=instance_id,
-        workflows=list(workflows),
+        workflows=WorkflowRegistry(workflows),
         services=services.for_instance(identity),
         evaluation_limits=services.runtime.evaluation_limits,
         telemetry=services.telemetry,

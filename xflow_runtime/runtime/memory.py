@@ -7,9 +7,12 @@ Nothing here imports SQLAlchemy or DBOS until the first agent state asks for its
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from xflow_runtime.settings import locate
+
+if TYPE_CHECKING:
+    from xflow_runtime.memory.chat.memory import ChatMemory
 
 
 def chat_memory_url(database_url: str | None) -> str:
@@ -24,16 +27,17 @@ class LazyChatMemory:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._memory: Any = None
+        self._memory: ChatMemory | None = None
         self._opening = asyncio.Lock()
 
-    async def memory(self) -> Any:
+    async def memory(self) -> ChatMemory:
         if self._memory is None:
             async with self._opening:
                 if self._memory is None:
                     from xflow_runtime.memory.chat import ChatMemory
 
                     self._memory = await asyncio.to_thread(ChatMemory.open, self.url)
+        assert self._memory is not None  # noqa: S101 - opened above
         return self._memory
 
     async def erasure_epoch(self, tenant: str, user: str) -> int:

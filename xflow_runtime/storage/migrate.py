@@ -36,7 +36,7 @@ def head_revision() -> str:
     return heads[0]
 
 
-def current_revision(connection) -> str | None:  # type: ignore[no-untyped-def]
+def current_revision(connection) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})

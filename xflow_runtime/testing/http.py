@@ -24,7 +24,7 @@ class HttpResponse:
 Handler = Callable[[str, str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
 
 
-async def serve_http(handler: Handler, host: str, port: int) -> asyncio.AbstractServer:
+async def serve_http(handler: Handler, host: str, port: int) -> asyncio.Server:
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while await _serve_one(handler, reader, writer):
@@ -66,7 +66,7 @@ async def _serve_one(handler: Handler, reader: asyncio.StreamReader, writer: asy
 
 async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        parts = []
+        parts: list[bytes] = []
         while True:
             size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
             if size == 0:

@@ -216,7 +216,8 @@ def as_reply(item: Any) -> Reply:
     if len(kinds) > 1 or text_conflict or (not kinds and "text" not in item):
         raise ScriptError(f"a reply needs exactly one of text, json, tool_calls, error; found {sorted(item)}")
     latency = item.get("latency")
-    common = {"latency": None if latency is None else float(latency), "finish_reason": item.get("finish_reason")}
+    common: dict[str, Any] = {"latency": None if latency is None else float(latency),
+                              "finish_reason": item.get("finish_reason")}
     if "error" in item:
         error = item["error"]
         if isinstance(error, int):

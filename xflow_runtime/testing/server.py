@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from xflow_runtime.testing import wire
 from xflow_runtime.testing.http import HttpResponse, serve_http
-from xflow_runtime.testing.script import Reply, RequestView, Script, ScriptCursor, as_script
+from xflow_runtime.testing.script import Reply, RequestView, ScriptCursor, as_script
 
 REDACTED = "<redacted>"
 

@@ -33,6 +33,11 @@ from xflow_runtime.usertask import (COMPLETED, CREATED, DELETED, TASK_ID_ATTRIBU
 _DEFAULT = OutcomeFilter()
 
 
+#: The history record of each way a task ends.
+_ENDED: dict[str, records.RecordKind] = {"completed": records.TASK_COMPLETED, "deleted": records.TASK_DELETED,
+                                         "timedOut": records.TASK_TIMED_OUT}
+
+
 async def handle_usertask(state: UserTaskState, data: Any, run: StateRun, scope: str) -> tuple[Any, Exit | None]:
     variables = run.variables
     root = run.root
@@ -57,7 +62,7 @@ async def handle_usertask(state: UserTaskState, data: Any, run: StateRun, scope:
     await run.emit(_produced(CREATED), _public(fields), attributes, f"{scope}/task-created")
     run.record(records.TASK_CREATED, state=state.name, task_id=task_id, task_key=state.task_key)
     kind, payload = await _wait(state, run, scope, store, task_id, fields["due_at"])
-    run.record(f"task_{kind}", state=state.name, task_id=task_id, task_key=state.task_key)
+    run.record(_ENDED[kind], state=state.name, task_id=task_id, task_key=state.task_key)
     if kind == "deleted":
         if state.on_delete is None:
             raise WorkflowError(f"task '{state.task_key}' was deleted", name=TASK_DELETED, code=TASK_DELETED)
@@ -93,7 +98,8 @@ async def _wait(state: UserTaskState, run: StateRun, scope: str, store: Any, tas
             return _from_row(row) or ("timedOut", {})
         definition, event = received
         if store is None:
-            body = event.get("data") if isinstance(event.get("data"), Mapping) else {}
+            sent = event.get("data")
+            body: Mapping[str, Any] = sent if isinstance(sent, Mapping) else {}
             return ("deleted", {}) if definition.type == DELETED else ("completed", _checked(state, body))
         wakes += 1
         row = await run.port.run_step(f"{scope}/task-read:{wakes}", lambda: asyncio.to_thread(_row_dict, store.get, task_id))

@@ -5,6 +5,7 @@ else's instance. Built on :class:`dbos.DBOSClient`, which talks only to the syst
 
 from __future__ import annotations
 
+import builtins
 import asyncio
 from typing import Any
 
@@ -70,7 +71,7 @@ class DurableStore:
         found = await self.client.list_workflows_async(workflow_ids=[instance_id])
         return found[0] if found else None
 
-    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+    async def history(self, instance_id: str) -> builtins.list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
         try:
             async for record in self.client.read_stream_async(

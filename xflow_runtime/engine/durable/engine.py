@@ -23,6 +23,7 @@ Importing this module imports DBOS: only the durable paths import it.
 
 from __future__ import annotations
 
+import builtins
 import asyncio
 import logging
 import os
@@ -328,10 +329,10 @@ class DurableEngine:
         return await DBOS.list_workflows_async(name=WORKFLOW_NAME, status=status, limit=limit,
                                                sort_desc=True)
 
-    async def steps(self, instance_id: str) -> list[Any]:
+    async def steps(self, instance_id: str) -> builtins.list[Any]:
         return await DBOS.list_workflow_steps_async(instance_id)
 
-    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+    async def history(self, instance_id: str) -> builtins.list[dict[str, Any]]:
         """The history records written so far (does not wait for more)."""
         from xflow_runtime.engine.durable.history import read_history
 

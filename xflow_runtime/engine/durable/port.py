@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar, cast
 
 from dbos import DBOS
 
@@ -97,7 +97,7 @@ class DurablePort:
                 raise canonical_error(error) from None
 
         try:
-            return await slot.run_async({"name": call.name}, step)
+            return cast(T, await slot.run_async({"name": call.name}, step))  # a DBOS slot: untyped
         except asyncio.CancelledError:
             await self._note_cancelled(call, [slot.step_id])
             raise
@@ -165,12 +165,12 @@ class DurablePort:
     async def now(self) -> float:
         call = _call("xflow.now")
         await self._take_turn(call)
-        return await self._reserve().run_async({"name": call.name}, _read_clock)
+        return float(await self._reserve().run_async({"name": call.name}, _read_clock))
 
     async def new_id(self) -> str:
         call = _call("xflow.new_id")
         await self._take_turn(call)
-        return await self._reserve().run_async({"name": call.name}, _draw_id)
+        return str(await self._reserve().run_async({"name": call.name}, _draw_id))
 
     async def recorded_outcome(self, key: str) -> str | None:
         await self.order.load()

@@ -126,7 +126,7 @@ class ChatMemory:
         missing: dict[int, dict[str, int]] = {}
 
         with self._engine.connect() as connection:
-            def stream():  # type: ignore[no-untyped-def]
+            def stream():
                 for row in repo.newest_first(connection, key, _first_batch(policy), counter.encoding):
                     raw = row.tokens
                     if raw is None:  # stored under another model's encoding: count once, cache

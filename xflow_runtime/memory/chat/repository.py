@@ -10,16 +10,17 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+import typing
 from typing import Any
 
-from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, select, update
+from sqlalchemy import Connection, Row, Table, Text, bindparam, cast, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.chat.scope import ChatKey
 from xflow_runtime.storage.models import Chat, ChatMessage, utcnow
 
-_chats = Chat.__table__
-_messages = ChatMessage.__table__
+_chats = typing.cast(Table, Chat.__table__)  # a declarative model\'s table (typed FromClause)
+_messages = typing.cast(Table, ChatMessage.__table__)  # a declarative model\'s table (typed FromClause)
 _MAX_BATCH = 4096
 
 

@@ -5,11 +5,11 @@ message indexing. Runtimes and tests may use one memory object from several loop
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 
 class PerLoopTask:
-    def __init__(self, name: str, drain: Callable[[], Awaitable[None]]):
+    def __init__(self, name: str, drain: Callable[[], Coroutine[Any, Any, None]]):
         self._name = name
         self._drain = drain
         self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}

@@ -81,7 +81,7 @@ class Embedder:
         # one quick attempt: a failure degrades to keyword search instead of stalling the turn
         kwargs: dict[str, Any] = {"max_retries": 0, **self.options.extra_params}
         model = self.options.embedding_model
-        if self.options.api_base:  # one OpenAI-compatible endpoint: the agent's client's rule
+        if self.options.api_base and model is not None:  # one OpenAI-compatible endpoint: the agent's client's rule
             from xflow_runtime.llm.client import model_for_endpoint
 
             kwargs["api_base"] = self.options.api_base

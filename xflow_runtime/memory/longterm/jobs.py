@@ -12,16 +12,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+import typing
 from typing import Any, Mapping, Sequence
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, Table, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import ExtractionJobRow
 from xflow_runtime.storage.models import utcnow
 
-jobs = ExtractionJobRow.__table__
+jobs = typing.cast(Table, ExtractionJobRow.__table__)  # a declarative model\'s table (typed FromClause)
 _c = jobs.c
 
 

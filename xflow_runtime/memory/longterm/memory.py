@@ -15,6 +15,7 @@ across scopes. See ``specs/memory-longterm.md``.
 
 from __future__ import annotations
 
+import builtins
 import asyncio
 import json
 import logging
@@ -182,7 +183,7 @@ class LongTermMemory:
         return await asyncio.to_thread(self._read, work)
 
     async def recent(self, scope: MemoryScope, kind: MemoryKind = "memory",
-                     count: int = DEFAULT_INJECT_RECENT) -> list[Memory]:
+                     count: int = DEFAULT_INJECT_RECENT) -> builtins.list[Memory]:
         return await asyncio.to_thread(self._read, lambda c: repository.recent(c, scope, kind, count))
 
     async def render_block(self, scope: MemoryScope, *, memories: int = DEFAULT_INJECT_RECENT,
@@ -199,7 +200,7 @@ class LongTermMemory:
 
     async def search(self, scope: MemoryScope, query: str, *, limit: int = DEFAULT_SEARCH_LIMIT,
                      kinds: Sequence[MemoryKind] = _ALL_KINDS, include_messages: bool = False,
-                     now: date | None = None) -> list[SearchHit]:
+                     now: date | None = None) -> builtins.list[SearchHit]:
         """Hybrid search (:mod:`~xflow_runtime.memory.longterm.search`): semantic (when an
         embedding model is configured and answers) and keyword lists fused with RRF, reranked
         when a reranker is configured. ``now`` is the conversation's date relative times in the
@@ -218,12 +219,12 @@ class LongTermMemory:
         return await self._search.embed_query(query, now)
 
     async def search_messages(self, scope: MemoryScope, query: str, *, limit: int = DEFAULT_SEARCH_LIMIT,
-                              now: date | None = None) -> list[SearchHit]:
+                              now: date | None = None) -> builtins.list[SearchHit]:
         """Hybrid search over the scope user's chat archive with this agent (messages only)."""
         return await self.search(scope, query, limit=limit, kinds=(), include_messages=True, now=now)
 
     def search_sync(self, connection: Any, scope: MemoryScope, query: str, embedded: Embedded | None, *,
-                    limit: int, kinds: Sequence[MemoryKind], include_messages: bool) -> list[SearchHit]:
+                    limit: int, kinds: Sequence[MemoryKind], include_messages: bool) -> builtins.list[SearchHit]:
         """The database part of :meth:`search` (what the bench times), on an open connection."""
         return self._search.search_sync(connection, scope, query, embedded, limit=limit, kinds=kinds,
                                         include_messages=include_messages)
@@ -247,7 +248,7 @@ class LongTermMemory:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    def tools_for(self, scope: MemoryScope) -> list[dict[str, Any]]:
+    def tools_for(self, scope: MemoryScope) -> builtins.list[dict[str, Any]]:
         """The OpenAI-format tool definitions to offer the model (same bytes on every call)."""
         return [json.loads(json.dumps(tool)) for tool in TOOL_SCHEMAS]
 
@@ -342,7 +343,7 @@ class LongTermMemory:
         """Run due jobs in the calling task (e.g. a worker process after a crash); returns count."""
         return await self._runner.run_pending()
 
-    async def extraction_jobs(self, scope: MemoryScope) -> list[dict[str, Any]]:
+    async def extraction_jobs(self, scope: MemoryScope) -> builtins.list[dict[str, Any]]:
         return await asyncio.to_thread(self._read, lambda c: jobs.job_status(c, scope))
 
     # -- privacy -------------------------------------------------------------------------------

@@ -13,16 +13,17 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+import typing
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, text, tuple_
+from sqlalchemy import Connection, Table, delete, select, text, tuple_
 
 from xflow_runtime.memory.longterm.context_text import message_in_context, speaker
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import MessageEmbeddingRow, vector_literal
 from xflow_runtime.storage.models import ChatMessage, utcnow
 
-vectors = MessageEmbeddingRow.__table__
+vectors = typing.cast(Table, MessageEmbeddingRow.__table__)  # a declarative model\'s table (typed FromClause)
 _m = ChatMessage.__table__.c
 LOOKBACK = 50  # messages read before the first pending one of a chat, to find the turn it answers
 _SCOPE = "m.tenant_id = :tenant AND m.agent_id = :agent AND m.user_id = :user"
@@ -103,10 +104,9 @@ def store(connection: Connection, scope: MemoryScope, messages: Sequence[Pending
              "created_at": now} for message, vector in zip(messages, embeddings)]
     if not rows:
         return 0
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
     connection.execute(insert(vectors).on_conflict_do_nothing(), rows)
     return len(rows)
 

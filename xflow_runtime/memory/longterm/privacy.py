@@ -9,9 +9,10 @@ extraction in flight during an erasure cannot write the user's data back.
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Sequence
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Connection, Table, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.longterm.scope import subject_key
@@ -19,7 +20,7 @@ from xflow_runtime.privacy.subject import SubjectErased
 from xflow_runtime.storage.longterm_models import MemorySubjectRow
 from xflow_runtime.storage.models import utcnow
 
-subjects = MemorySubjectRow.__table__
+subjects = typing.cast(Table, MemorySubjectRow.__table__)  # a declarative model\'s table (typed FromClause)
 
 
 def _ensure_subject(connection: Connection, key: str) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Sequence
-from typing import Any
+import typing
+from typing import Any, Unpack
 
-from sqlalchemy import Connection, Row, delete, func, select, update
+from sqlalchemy import Connection, Row, Table, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xflow_runtime.memory.longterm.embedder import Embedded
@@ -20,7 +21,7 @@ from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import LongTermMemoryRow
 from xflow_runtime.storage.models import utcnow
 
-memories = LongTermMemoryRow.__table__
+memories = typing.cast(Table, LongTermMemoryRow.__table__)  # a declarative model\'s table (typed FromClause)
 _c = memories.c
 MEMORY_COLUMNS = (_c.id, _c.kind, _c.title, _c.content, _c.tags, _c.category, _c.importance, _c.source,
             _c.embedding_model, _c.created_at, _c.updated_at)
@@ -37,7 +38,7 @@ def scope_filter(scope: MemoryScope, table: Any = memories) -> list[Any]:
             table.c.user_id == scope.user_id]
 
 
-def to_memory(row: Row[Any]) -> Memory:
+def to_memory(row: Row[Unpack[tuple[Any, ...]]]) -> Memory:
     return Memory(id=row.id, kind=row.kind, content=row.content, title=row.title,
                   tags=tuple(row.tags or ()), category=row.category, importance=row.importance,
                   source=row.source, embedding_model=row.embedding_model,

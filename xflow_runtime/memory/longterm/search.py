@@ -63,8 +63,9 @@ class HybridSearch:
         ranked: dict[str, list[str]] = {}
         known: dict[str, Memory] = {}
         if kinds and connection.dialect.name == "postgresql":  # one round trip for both lists and rows
-            found_pg = search_pg.candidates(connection, scope, kinds, query, embedded and embedded.model,
-                                            embedded and embedded.vectors[0], k, self.options.exact_search_threshold)
+            found_pg = search_pg.candidates(connection, scope, kinds, query, None if embedded is None else embedded.model,
+                                            None if embedded is None else embedded.vectors[0], k,
+                                            self.options.exact_search_threshold)
             ranked, known = found_pg.lists, found_pg.rows
         elif kinds:
             if embedded is not None:

@@ -115,9 +115,9 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
         return Candidates(lists, rows)
     params: dict[str, Any] = {"tenant": scope.tenant, "agent": scope.agent, "user": scope.user_id,
                               "kinds": list(kinds), "k": k}
-    if semantic:
-        params.update(model=model, dim=len(vector), cap=exact_threshold + 1,  # type: ignore[arg-type]
-                      q=vector_literal(vector))  # type: ignore[arg-type]
+    if semantic and vector is not None:  # (semantic implies a vector: said again for the type checker)
+        params.update(model=model, dim=len(vector), cap=exact_threshold + 1,
+                      q=vector_literal(vector))
     if keyword:
         params["words"] = " | ".join(f"'{word}'" for word in words)
     ranked: dict[str, list[tuple[int, str]]] = {}
