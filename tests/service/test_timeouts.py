@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import sqlite3
 import time
-from pathlib import Path
 from typing import Iterator
 
 import httpx

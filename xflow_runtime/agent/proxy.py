@@ -90,13 +90,13 @@ async def _call(state: AgentProxyState, run: StateRun, scope: str, arguments: di
         arguments.update(requestId=waiting.request_id, callbackUrl=waiting.url, callbackToken=waiting.token)
     result = await run.invoke(Action(label=state.agent_name, ref=state.execution), arguments, f"{scope}/agent")
     if _acknowledged(result, waiting):
-        if waiting is None:
+        if waiting is None or callbacks is None:
             raise WorkflowError(f"agent '{state.agent_name}' acknowledged the request (asynchronous mode) but this "
                                 "runtime takes no callbacks: give it callback settings (xflow serve "
                                 "--callback-secret-env)", code=AGENT_PROXY_NO_CALLBACK)
         run.record(records.AGENT_PROXY_WAITING, state=state.name, request_id=waiting.request_id)
         return await _wait(state, run, scope, callbacks.store, waiting)
-    if waiting is not None:  # answered synchronously: a later callback for the request is refused
+    if waiting is not None and callbacks is not None:  # answered synchronously: a later callback for the request is refused
         answered = result
         await run.port.run_step(f"{scope}/request-close",
                                 lambda: asyncio.to_thread(callbacks.store.close_answered, waiting.request_id, answered))

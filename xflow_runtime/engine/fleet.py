@@ -240,8 +240,9 @@ def register_instance_queue(options: FleetOptions) -> None:
     """Declare the instance queue with the fleet's limits (after DBOS's launch: queues are rows). A
     worker's settings win; a front end only creates the queue if no worker did."""
     from dbos import DBOS
+    from dbos._queue import QueueRateLimit  # the TypedDict of register_queue's limiter (typing only)
 
-    limiter = None
+    limiter: QueueRateLimit | None = None
     if options.starts_per_period is not None:
         limit, period = options.starts_per_period
         limiter = {"limit": int(limit), "period": float(period)}

@@ -123,8 +123,8 @@ def decode_error(data: dict[str, Any]) -> Exception:
     types = tuple(data.get("types") or ())
     if "instance_id" in data:
         return RecordedFailure(str(data["instance_id"]), data.get("error") or {"message": message})
-    fields = {"name": data.get("name"), "code": data.get("code"), "status": data.get("status"),
-              "details": data.get("details")}
+    fields: dict[str, Any] = {"name": data.get("name"), "code": data.get("code"), "status": data.get("status"),
+                              "details": data.get("details")}
     if kind == "xflow_runtime.errors.WorkflowError":
         return WorkflowError(message, **fields)
     if "name" not in data:  # not a WorkflowError: onErrors matched its class name as the code

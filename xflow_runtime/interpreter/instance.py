@@ -102,7 +102,8 @@ class Instance:
 
     @property
     def telemetry(self) -> Telemetry | None:
-        return self.context.telemetry
+        telemetry: Telemetry | None = self.context.telemetry
+        return telemetry
 
     def cached(self, key: CacheKey[T], make: Callable[[], T]) -> T:
         if key in self._cache:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from xflow_runtime.interpreter.events import Inbox
     from xflow_runtime.interpreter.records import RecordKind
     from xflow_runtime.interpreter.services import InstanceServices
-    from xflow_runtime.plan.model import Action, EventDef, SubFlowRef, Timeouts, WorkflowPlan
+    from xflow_runtime.plan.model import Action, EventDef, SubFlowRef, Timeouts
+    from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.telemetry.spans import Telemetry
 
 T = TypeVar("T")

@@ -76,7 +76,7 @@ async def list_tools(run: Any, server: McpServerDef) -> list[dict[str, Any]]:
 async def _list_page(client: Any, cursor: str | None, meta: dict[str, Any]) -> Any:
     from mcp_types import PaginatedRequestParams
 
-    return await client.session.list_tools(params=PaginatedRequestParams(cursor=cursor, _meta=meta or None))
+    return await client.session.list_tools(params=PaginatedRequestParams(cursor=cursor, _meta=meta or None))  # type: ignore[arg-type]  # a plain dict is what the SDK sends
 
 
 async def call_tool(run: Any, server: McpServerDef, tool: str, arguments: dict[str, Any], *,
@@ -134,10 +134,10 @@ async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
     except WorkflowError:
         raise
     except Exception as exc:  # noqa: BLE001 - classified below
-        error = _refused(server, connections) or _classify(server, what, exc)
-        if error.code in (UNAVAILABLE, UNAUTHORIZED):
+        failure = _refused(server, connections) or _classify(server, what, exc)
+        if failure.code in (UNAVAILABLE, UNAUTHORIZED):
             await connections.drop(connection)
-        raise _redacted(run, error) from None
+        raise _redacted(run, failure) from None
 
 
 def _redacted(run: Any, error: WorkflowError) -> WorkflowError:

@@ -99,6 +99,7 @@ def _compile_one(item: Any, auth_defs: Mapping[str, Any], where: str, base_dir: 
     if timeout <= 0:
         raise _invalid(f"{where}/timeout", "every MCP request needs a timeout above zero")
     common: dict[str, Any] = {"name": name, "prefix": prefix, "timeout": timeout, "protocol": protocol}
+    assert isinstance(transport, Mapping)  # kinds is empty otherwise
     settings = transport[kinds[0]]
     at = f"{where}/transport/{kinds[0]}"
     if not isinstance(settings, Mapping):

@@ -130,12 +130,14 @@ class InstanceConnections:
         env = {name: os.environ[name] for name in server.inherit_environment if name in os.environ}
         rendered = await server.environment.render_async(None, variables) if server.environment else {}
         env.update({str(key): _text(value) for key, value in (rendered or {}).items() if value is not None})
+        assert server.command is not None  # a stdio server (config.py checks it)
         return StdioServerParameters(command=server.command, args=list(server.arguments), env=env, cwd=server.cwd)
 
     async def _http_target(self, server: McpServerDef, variables: Any) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        assert server.endpoint is not None  # an HTTP server (config.py checks it)
         url = await server.endpoint.render_async(None, variables)
         headers = await server.headers.render_async(None, variables) if server.headers else {}
         headers = {str(key): _text(value) for key, value in (headers or {}).items() if value is not None}

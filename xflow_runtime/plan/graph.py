@@ -14,7 +14,7 @@ from typing import Any
 
 from xflow_runtime.plan.model import Action, End, Exit, SubFlowRef, Transition
 from xflow_runtime.plan.states import (CallbackState, EventState, ForEachState, OperationState, ParallelState,
-                                       SleepState, State, SwitchState, WorkflowPlan)
+                                       State, SwitchState, WorkflowPlan)
 
 #: What a state of this type waits for (a durable wait: the instance rests there).
 _WAITS = {"event": "event", "callback": "event", "sleep": "timer", "usertask": "task", "aiagent": "message",
@@ -44,7 +44,7 @@ def _memory(state: State) -> dict[str, Any] | None:
     """An agent's chat-memory settings: whose history it keeps and how much of it a call is given."""
     settings = getattr(state, "memory", None)
     policy = getattr(settings, "policy", None)
-    if policy is None:
+    if settings is None or policy is None:
         return None
     return {"scope": settings.mode.value, "memory_id": settings.memory_id, "max_messages": policy.message_limit,
             "max_tokens": policy.token_limit}

@@ -185,14 +185,16 @@ class Runtime:
         await self._require_durable("schedule instances")
         from xflow_runtime.engine.schedules import apply_for
 
-        return await _in_own_thread(apply_for, self, list(plans), prune)
+        names: list[str] = await _in_own_thread(apply_for, self, list(plans), prune)
+        return names
 
     async def drain(self, timeout: float) -> bool:
         """A fleet worker's graceful stop, first half: start no new step and wait up to ``timeout``
         s for the steps in flight (then :meth:`close` hands the instances back). True if none was left."""
         if self._durable is None:
             return True
-        return await _in_own_thread(self._durable.drain, timeout)
+        drained: bool = await _in_own_thread(self._durable.drain, timeout)
+        return drained
 
     async def close(self) -> None:
         for instance in list(self._local.values()):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from xflow_runtime.engine.durable.names import PARKED_STATUS, parked_error
-from xflow_runtime.errors import WorkflowFailed, XFlowError
+from xflow_runtime.errors import XFlowError
 from xflow_runtime.history import HistoryBuffer, summarize
 from xflow_runtime.interpreter.services import Identity, InstanceServices
 from xflow_runtime.runtime.memory import LazyChatMemory

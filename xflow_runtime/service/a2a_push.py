@@ -88,7 +88,7 @@ class PushConfigs:
         with Session(self.engine) as session, session.begin():
             result = session.execute(delete(A2APushConfig).where(
                 A2APushConfig.tenant_id == tenant, A2APushConfig.task_id == task_id, A2APushConfig.id == config_id))
-        return bool(result.rowcount)
+        return bool(getattr(result, "rowcount", 0))  # a DELETE's result is a CursorResult
 
     def task_ids(self) -> set[str]:
         from sqlalchemy import select

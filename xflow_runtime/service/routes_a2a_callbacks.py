@@ -27,7 +27,8 @@ async def a2a_callback(instance_id: str, call_id: str, request: Request) -> Any:
 
     state: ServiceState = request.app.state.xflow
     settings = state.runtime.a2a
-    if settings is None or not settings.push_ready or not _plausible(instance_id, call_id):
+    if (settings is None or not settings.push_ready or settings.callback_secret is None
+            or not _plausible(instance_id, call_id)):
         raise Problem("not-found", "no such callback")
     await state.open()
     body = await request.body()

@@ -45,7 +45,7 @@ async def traced_execution(telemetry: Telemetry, plan: Any, instance_id: str, po
         mine = traceparent_of(handle)
         if mine is not None:
             try:
-                await write_trace(instance_id, {"root": root if parent is not None else mine, "last": mine})
+                await write_trace(instance_id, {"root": (root if parent is not None else None) or mine, "last": mine})
             except Exception as error:  # noqa: BLE001 - a later resume then starts a trace of its own
                 _log.warning("instance %s: cannot store its trace context: %s", instance_id, error)
         yield handle

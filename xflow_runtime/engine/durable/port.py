@@ -92,7 +92,8 @@ class DurablePort:
         async def step() -> T:
             # What the first run sees is what a replay reads back from the JSON record.
             try:
-                return canonical_result(await effect())
+                result: T = canonical_result(await effect())
+                return result
             except Exception as error:
                 raise canonical_error(error) from None
 

@@ -17,7 +17,7 @@ would record a pickled exception.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSNonExistentWorkflowError
@@ -30,7 +30,7 @@ WAKE_WORKFLOW_NAME = "xflow.write-then-wake"
 #: Topic of the wake-up: the instance's CloudEvent topic (``interpreter.events.EVENT_TOPIC``).
 EVENT_TOPIC = "cloudevents"
 
-Writer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Writer = Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
 _writers: dict[str, Writer] = {}
 
 
