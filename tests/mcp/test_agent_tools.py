@@ -193,7 +193,7 @@ states:
     result = asyncio.run(run_workflow(plan, {}, secrets={"given": "from-secrets"}, virtual_time=False))
     assert result.status == "completed", result.error
     names = set(result.output["names"])
-    sdk_base = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}  # the SDK always passes these
     assert {"GIVEN", "PYTHONPATH", "XFLOW_ALLOWED_NAME"} <= names
-    assert names - sdk_base - {"GIVEN", "PYTHONPATH", "XFLOW_ALLOWED_NAME"} <= {"LC_CTYPE"}  # set by Python itself
+    # not even the SDK's base set (HOME, PATH, USER …): only what the definition allows
+    assert names - {"GIVEN", "PYTHONPATH", "XFLOW_ALLOWED_NAME"} <= {"LC_CTYPE"}  # set by Python itself
     assert "XFLOW_SECRET_FOR_NOBODY" not in names

@@ -125,13 +125,21 @@ class InstanceConnections:
                       elicitation_callback=_decline_elicitation)
 
     async def _stdio_target(self, server: McpServerDef, variables: Any) -> Any:
+        import shutil
+        import sys
+
         from mcp import StdioServerParameters
 
         env = {name: os.environ[name] for name in server.inherit_environment if name in os.environ}
         rendered = await server.environment.render_async(None, variables) if server.environment else {}
         env.update({str(key): _text(value) for key, value in (rendered or {}).items() if value is not None})
         assert server.command is not None  # a stdio server (config.py checks it)
-        return StdioServerParameters(command=server.command, args=list(server.arguments), env=env, cwd=server.cwd)
+        # The SDK adds its own base set (HOME, PATH, USER …) to any environment; a small launcher
+        # drops everything but the allowed names before the server starts. Only names pass through
+        # the command line (visible to `ps`), the values through the environment.
+        command = shutil.which(server.command) or server.command
+        launcher = ["-I", "-c", _EXEC_WITH_ONLY, ",".join(sorted(env)), command, *server.arguments]
+        return StdioServerParameters(command=sys.executable, args=launcher, env=env, cwd=server.cwd)
 
     async def _http_target(self, server: McpServerDef, variables: Any) -> Any:
         import httpx2
@@ -198,6 +206,12 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.CancelledError)):
         return "no answer in time"
     return f"{type(exc).__name__}: {exc}"
+
+
+#: ``python -I -c _EXEC_WITH_ONLY NAMES COMMAND ARGS…``: exec COMMAND with only the variables NAMES.
+_EXEC_WITH_ONLY = ("import os, sys; keep = set(filter(None, sys.argv[1].split(','))); "
+                   "env = {k: v for k, v in os.environ.items() if k in keep}; f = sys.argv[2]; "
+                   "(os.execve if os.path.isabs(f) else os.execvpe)(f, sys.argv[2:], env)")
 
 
 def _text(value: Any) -> str:
