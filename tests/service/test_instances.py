@@ -104,6 +104,31 @@ def test_list_filters_and_cursor_pages(client, keys) -> None:
     assert_problem(client.get("/v1/instances", params={"status": "weird"}, headers=bearer(keys["b/bea"])), 422)
 
 
+def test_list_filters_by_user_and_start_time(client, keys) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    anns = {client.post("/v1/workflows/greet/instances", json={"name": "x"}, headers=bearer(keys["a/ann"])).json()["id"]
+            for _ in range(2)}
+    als = {client.post("/v1/workflows/greet/instances", json={"name": "y"}, headers=bearer(keys["a/al"])).json()["id"]}
+    after = datetime.now(timezone.utc) + timedelta(seconds=1)
+
+    def listed(params: dict, key: str = "a") -> set[str]:
+        page = client.get("/v1/instances", params={"limit": 200, **params}, headers=bearer(keys[key]))
+        assert page.status_code == 200, page.text
+        return {item["id"] for item in page.json()["items"]}
+
+    window = {"started_after": before.isoformat(), "started_before": after.isoformat()}
+    assert listed(window) == anns | als  # the service credential sees its tenant's instances of that window
+    assert listed({**window, "user": "ann"}) == anns
+    assert listed({"started_after": after.isoformat()}) == set()
+    # a user credential's own filter wins over the one it asks for
+    assert listed({**window, "user": "ann"}, key="a/al") == als
+    assert_problem(client.get("/v1/instances", params={"started_after": "2026-11-26T09:00:00"},
+                              headers=bearer(keys["a"])), 400)  # no zone: ambiguous
+    assert_problem(client.get("/v1/instances", params={"started_after": "yesterday"}, headers=bearer(keys["a"])), 422)
+
+
 def test_history_cancel_and_resume(client, keys) -> None:
     started = client.post("/v1/workflows/approval/instances", json={"order": "c-1"}, headers=bearer(keys["a"]),
                           params={"correlation.orderid": "c-1"}).json()

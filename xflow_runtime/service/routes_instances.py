@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import uuid
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -142,17 +143,25 @@ def _instance_response(request: Request, state: ServiceState, row: dict[str, Any
 async def list_instances(request: Request, principal: Principal = Depends(current_principal),
                          workflow: str | None = Query(None, max_length=200),
                          status: str | None = Query(None, max_length=20),
+                         user: str | None = Query(None, max_length=255,
+                                                  description="only this end user's instances (a service credential)"),
+                         started_after: datetime | None = Query(None, description="ISO 8601, with its zone"),
+                         started_before: datetime | None = Query(None, description="ISO 8601, with its zone"),
                          limit: int = Query(50, ge=1, le=200),
                          cursor: str | None = Query(None, max_length=500)) -> Any:
     state = service(request)
     if status is not None and status not in STATUSES:
         raise Problem("validation-error", f"status must be one of {', '.join(STATUSES)}",
                       errors=[{"pointer": "#/status", "detail": "unknown status"}])
-    filters = {"tenant": principal.tenant, "user": principal.user if principal.role == "user" else None,
-               "workflow": workflow, "status": status}
+    earliest, latest = _epoch(started_after, "started_after"), _epoch(started_before, "started_before")
+    filters = {"tenant": principal.tenant, "user": principal.user if principal.role == "user" else user,
+               "workflow": workflow, "status": status, "started_after": earliest, "started_before": latest}
     after = decode_cursor(cursor, filters) if cursor else None
     rows = [r for r in await state.runtime.list_instances(limit=None)
-            if principal.may_see(r.get("tenant"), r.get("user")) and (workflow is None or r.get("workflow") == workflow)]
+            if principal.may_see(r.get("tenant"), r.get("user")) and (workflow is None or r.get("workflow") == workflow)
+            and (filters["user"] is None or r.get("user") == filters["user"])
+            and (earliest is None or (r.get("created_at") or 0.0) >= earliest)
+            and (latest is None or (r.get("created_at") or 0.0) < latest)]
     rows.sort(key=lambda r: (r.get("created_at") or 0.0, r["instance_id"]), reverse=True)
     items: list[dict[str, Any]] = []
     next_cursor = None
@@ -170,6 +179,15 @@ async def list_instances(request: Request, principal: Principal = Depends(curren
     for item in items:
         item.pop("_created")
     return {"items": items, "next_cursor": next_cursor}
+
+
+def _epoch(moment: datetime | None, name: str) -> float | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise Problem("invalid-parameter", f"{name} needs a time zone (e.g. 2026-11-26T09:00:00Z)",
+                      errors=[{"pointer": f"#/{name}", "detail": "no time zone"}])
+    return moment.timestamp()
 
 
 @router.get("/instances/{instance_id}", summary="One instance")

@@ -4,12 +4,18 @@ X.ready(async () => {
   const params = new URLSearchParams(location.search);
   const { items: workflows } = await X.call("GET", "/v1/workflows");
   X.$("#filter-workflow").append(...workflows.map((w) => X.el("option", { value: w.id }, w.id)));
-  for (const name of ["workflow", "status", "limit"]) if (params.get(name)) form.elements[name].value = params.get(name);
+  const FIELDS = ["workflow", "status", "user", "started_after", "started_before", "limit"];
+  // datetime-local has no zone: the browser's own, sent as an ISO 8601 instant
+  const value = (name) => {
+    const v = form.elements[name].value;
+    return v && name.startsWith("started_") ? new Date(v).toISOString() : v;
+  };
+  for (const name of FIELDS) if (params.get(name) && !name.startsWith("started_")) form.elements[name].value = params.get(name);
   let next = null;
 
   async function load(cursor) {
     const query = new URLSearchParams();
-    for (const name of ["workflow", "status", "limit"]) if (form.elements[name].value) query.set(name, form.elements[name].value);
+    for (const name of FIELDS) if (form.elements[name].value) query.set(name, value(name));
     if (cursor) query.set("cursor", cursor);
     const page = await X.call("GET", `/v1/instances?${query}`);
     next = page.next_cursor;
@@ -23,7 +29,7 @@ X.ready(async () => {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const query = new URLSearchParams();
-    for (const name of ["workflow", "status", "limit"]) if (form.elements[name].value) query.set(name, form.elements[name].value);
+    for (const name of FIELDS) if (form.elements[name].value) query.set(name, value(name));
     history.replaceState(null, "", `?${query}`);
     load(null).catch(X.alert);
   });
