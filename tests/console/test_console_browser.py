@@ -197,6 +197,9 @@ def test_a_chat_reply_streams_in_and_the_memory_window_shows_the_turn(console, c
     assert "streams this reply token by token" in bubble.inner_text()
     assert int(bubble.get_attribute("data-deltas") or 0) >= 2  # it arrived in pieces, as the model sent them
     page.wait_for_selector("#memory-window li:has-text('what can the console do?')")
+    # the messages the model was given this turn are marked: the first turn's, not this one's own
+    page.wait_for_selector("#memory-window li[data-in-window='true']:has-text('hello')")
+    assert page.get_attribute("#memory-window li:has-text('what can the console do?')", "data-in-window") == "false"
     assert page.inner_text("#window-settings") == "Window of agent host: the newest 20 messages; history kept per user"
     llm = page.locator("#timeline li[data-event='llm_call']").last.inner_text()
     assert re.search(r"LLM call to \S+: \d+ tokens in, \d+ out.* \d+ ms", llm), llm

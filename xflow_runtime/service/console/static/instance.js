@@ -38,9 +38,14 @@ X.ready(async (who) => {
     }
   }
 
+  // The latest turn's memory records: which stored messages the model was given (specs/console.md).
+  const memoryTurn = { read: null, write: null };
+
   function addRecord(r) {
     if (r.seq !== undefined && r.seq <= lastSeq) return;
     if (r.seq !== undefined) lastSeq = r.seq;
+    if (r.event === "memory_read") { memoryTurn.read = r; memoryTurn.write = null; }
+    if (r.event === "memory_write") { memoryTurn.write = r; loadWindow().catch(() => {}); }  // marks the new window
     if (r.event === "state_entered") { visited.add(r.state); current = r.state; X.$("#data").textContent = X.pretty(r.input); }
     if (r.event === "state_exited") X.$("#data").textContent = X.pretty(r.output);
     if (r.event === "agent_reply") {
@@ -132,8 +137,16 @@ X.ready(async (who) => {
       items.filter((c) => node && c.agent === node.agent).sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1))[0];
     if (!chat) { X.$("#memory-window").replaceChildren(X.el("li", {}, "No chat memory stored for this instance yet.")); return; }
     const full = await X.call("GET", `/v1/chats/${X.enc(chat.id)}`);
-    X.$("#memory-window").replaceChildren(...full.messages.map((m) => X.el("li", { class: `turn ${m.role}` },
-      X.el("span", { class: "who" }, m.role), X.el("p", {}, typeof m.content === "string" ? m.content : JSON.stringify(m.content)))));
+    // The turn appended `write.messages` after reading `read.messages`: those it read are just before.
+    const { read, write } = memoryTurn;
+    const end = full.messages.length - (write && read && write.turn === read.turn ? write.messages : 0);
+    const start = read ? end - read.messages : end;
+    X.$("#memory-window").replaceChildren(...full.messages.map((m, i) => {
+      const seen = read && i >= start && i < end;
+      return X.el("li", { class: `turn ${m.role}${seen ? " in-window" : ""}`, "data-in-window": seen ? "true" : "false" },
+        X.el("span", { class: "who" }, m.role + (seen ? " · given to the model this turn" : "")),
+        X.el("p", {}, typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+    }));
   }
 
   X.$("#chat-form").addEventListener("submit", async (event) => {
