@@ -142,18 +142,23 @@ def callback_settings(args: argparse.Namespace) -> Any:
 
 def a2a_settings(args: argparse.Namespace) -> Any:
     """Push callbacks for A2A agents (specs/a2a.md §3): only with a secret, which must stay the same
-    across restarts for the callbacks of waits made before one."""
-    if not args.a2a_callback_secret_env:
-        if args.a2a_callback_url:
-            raise XFlowError("--a2a-callback-url needs --a2a-callback-secret-env")
+    across restarts for the callbacks of waits made before one. Without ``--a2a-callback-*`` they use
+    the service's callback settings (``--public-url``, ``--callback-secret-env`` or
+    ``$XFLOW_CALLBACK_SECRET``): one public address and one secret serve both kinds of agent (their
+    tokens are of different kinds and never valid for each other)."""
+    variable = args.a2a_callback_secret_env or args.callback_secret_env
+    secret = os.environ.get(variable) if variable else os.environ.get("XFLOW_CALLBACK_SECRET")
+    if not secret:
+        if args.a2a_callback_url and not variable:
+            raise XFlowError("--a2a-callback-url needs --a2a-callback-secret-env (or --callback-secret-env)")
+        if variable:
+            raise XFlowError(f"${variable} is not set")
         return None
     from xflow_runtime.a2a.settings import A2ASettings
 
-    secret = os.environ.get(args.a2a_callback_secret_env)
-    if not secret:
-        raise XFlowError(f"${args.a2a_callback_secret_env} is not set")
+    host = f"[{args.host}]" if ":" in args.host else args.host
     try:
-        return A2ASettings(callback_url=args.a2a_callback_url or f"http://{args.host}:{args.port}",
+        return A2ASettings(callback_url=args.a2a_callback_url or args.public_url or f"http://{host}:{args.port}",
                            callback_secret=secret)
     except ValueError as error:
         raise XFlowError(str(error)) from None
