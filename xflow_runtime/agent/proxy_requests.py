@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from xflow_runtime.storage.lazy_store import LazyStore
+
 WAITING, ANSWERED, TIMED_OUT = "waiting", "answered", "timedOut"
 
 
@@ -33,24 +35,7 @@ class RequestRefused(Exception):
         self.kind = kind
 
 
-class ProxyRequestStore:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._engine: Any = None
-
-    @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            from xflow_runtime.storage.database import open_database
-
-            self._engine = open_database(self.url)
-        return self._engine
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
+class ProxyRequestStore(LazyStore):
     def create(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """Insert the request (``status`` waiting) unless it exists (a replayed creation)."""
         from xflow_runtime.storage.proxy_models import AgentProxyRequest

@@ -20,30 +20,15 @@ import logging
 import uuid
 from typing import Any, Awaitable, Callable, Mapping
 
+from xflow_runtime.storage.lazy_store import LazyStore
+
 _log = logging.getLogger("xflow_runtime.service.a2a")
 ATTEMPTS = 3
 _SETTLING = ("agent_reply", "workflow_completed", "workflow_failed")
 
 
-class PushConfigs:
+class PushConfigs(LazyStore):
     """The configs table (blocking SQLAlchemy; the async callers use ``asyncio.to_thread``)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._engine: Any = None
-
-    @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            from xflow_runtime.storage.database import open_database
-
-            self._engine = open_database(self.url)
-        return self._engine
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
 
     def put(self, tenant: str, task_id: str, config: Mapping[str, Any]) -> dict[str, Any]:
         """Set a config (replacing one with the same id); an absent id becomes a fresh one."""

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
 from xflow_runtime.errors import XFlowError
+from xflow_runtime.storage.lazy_store import LazyStore
 from xflow_runtime.usertask.rules import ACTIVE, Actor, TaskView, may_see, refusal
 
 
@@ -21,24 +22,7 @@ class TaskError(XFlowError):
         self.errors = errors or []
 
 
-class TaskStore:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._engine: Any = None
-
-    @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            from xflow_runtime.storage.database import open_database
-
-            self._engine = open_database(self.url)
-        return self._engine
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
+class TaskStore(LazyStore):
     def create(self, fields: Mapping[str, Any]) -> TaskView:
         """Insert the task unless a task with its id exists (a replayed creation): idempotent."""
         from xflow_runtime.storage.task_models import UserTask
