@@ -63,8 +63,9 @@ EXTENSIONS: tuple[StateType, ...] = (
 )
 
 _TABLE: dict[str, StateType] = {entry.name: entry for entry in (*BUILTIN, *EXTENSIONS)}
-#: Resolved callables, by (state type, "compiler" | "handler"): a lookup per state visit is one dict read.
-_RESOLVED: dict[tuple[str, str], Callable[..., Any]] = {}
+#: Resolved callables by state type, one dict per half: a handler lookup per state visit is one dict read.
+_COMPILERS: dict[str, Callable[..., Any]] = {}
+_HANDLERS: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str, *, compiler: Callable[..., Any] | None = None,
@@ -73,19 +74,19 @@ def register(name: str, *, compiler: Callable[..., Any] | None = None,
     entry = _TABLE.get(name, StateType(name, None, None))
     if compiler is not None:
         entry = replace(entry, compiler=compiler)
-        _RESOLVED.pop((name, "compiler"), None)
+        _COMPILERS.pop(name, None)
     if handler is not None:
         entry = replace(entry, handler=handler)
-        _RESOLVED.pop((name, "handler"), None)
+        _HANDLERS.pop(name, None)
     _TABLE[name] = entry
 
 
 def compiler(name: str) -> Callable[..., Any] | None:
-    return _resolve(name, "compiler")
+    return _COMPILERS.get(name) or _resolve(name, "compiler", _COMPILERS)
 
 
 def handler(name: str) -> Callable[..., Any] | None:
-    return _resolve(name, "handler")
+    return _HANDLERS.get(name) or _resolve(name, "handler", _HANDLERS)
 
 
 def known() -> tuple[str, ...]:
@@ -93,10 +94,7 @@ def known() -> tuple[str, ...]:
     return tuple(sorted(name for name, entry in _TABLE.items() if entry.compiler is not None))
 
 
-def _resolve(name: str, half: str) -> Callable[..., Any] | None:
-    found = _RESOLVED.get((name, half))
-    if found is not None:
-        return found
+def _resolve(name: str, half: str, resolved: dict[str, Callable[..., Any]]) -> Callable[..., Any] | None:
     entry = _TABLE.get(name)
     ref = None if entry is None else getattr(entry, half)
     if ref is None:
@@ -104,5 +102,5 @@ def _resolve(name: str, half: str) -> Callable[..., Any] | None:
     if isinstance(ref, str):
         module, _, attribute = ref.partition(":")
         ref = cast("Callable[..., Any]", getattr(import_module(module), attribute))
-    _RESOLVED[(name, half)] = ref
+    resolved[name] = ref
     return ref

@@ -80,3 +80,15 @@ async def test_the_instance_provides_the_protocol_and_its_cache_makes_each_value
     result = await run_workflow(plan, {})
     assert result.output == {"seen": 2, "workflow": "cached", "tenant": "default"}
     assert made == [1]
+
+
+def test_instance_services_are_built_once_and_never_changed() -> None:
+    import dataclasses
+
+    import pytest
+
+    from xflow_runtime.interpreter import InstanceServices
+
+    services = InstanceServices.of({"llm": None})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        services.llm = object()  # type: ignore[misc]

@@ -26,7 +26,7 @@ from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables
 from xflow_runtime.agent.turn import Counters, Turn, targets_of
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.interpreter import records
-from xflow_runtime.interpreter.state_run import StateRun
+from xflow_runtime.interpreter.state_run import CacheKey, StateRun
 from xflow_runtime.llm.client import LLMClient, LLMSettings, default_client
 from xflow_runtime.agent.plan import AIAgentState, OutcomeFilter
 from xflow_runtime.agent.proxy_plan import AgentProxyState
@@ -124,13 +124,18 @@ async def _finish(state: AIAgentState, data: Any, run: StateRun) -> Any:
     return data if state.data_filter is None else await state.data_filter.evaluate_async(data, run.variables)
 
 
+#: The client an instance builds from LLM settings, once (kept with the top-level instance, which
+#: its subflows share).
+_LLM_CLIENT: CacheKey[LLMClient] = CacheKey("llm client")
+
+
 def _client(run: StateRun) -> LLMClient:
-    services = run.services
-    if isinstance(services.llm, LLMClient):
-        return services.llm
-    if isinstance(services.llm, LLMSettings):
-        services.llm = client = LLMClient(services.llm)
-        return client
+    llm = run.services.llm
+    if isinstance(llm, LLMClient):
+        return llm
+    if isinstance(llm, LLMSettings):
+        settings = llm
+        return run.root.cached(_LLM_CLIENT, lambda: LLMClient(settings))
     return default_client()
 
 

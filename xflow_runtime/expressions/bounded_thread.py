@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable
 
 from xflow_runtime.errors import ExpressionTimeout
-from xflow_runtime.expressions.limits import current_limits, real_time
+from xflow_runtime.expressions.limits import current_limits, real_time, resolve_once
 
 
 class _Interrupted(BaseException):
@@ -79,12 +79,6 @@ async def run_bounded(work: Callable[[], Any], what: str) -> Any:
 
 
 _EXPIRED = object()
-
-
-def resolve_once(future: "asyncio.Future[Any]", value: Any) -> None:
-    """Set ``future``'s result unless something already did (a timer racing the work)."""
-    if not future.done():
-        future.set_result(value)
 
 
 def _interrupt(thread: threading.Thread) -> None:

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from xflow_runtime.errors import ExpressionError, ExpressionTimeout, ExpressionTooLarge
-from xflow_runtime.expressions.bounded_thread import resolve_once
 from xflow_runtime.expressions.jq_expressions import jq_failure
-from xflow_runtime.expressions.limits import EvaluationLimits, real_time
+from xflow_runtime.expressions.limits import EvaluationLimits, real_time, resolve_once
 
 _LENGTH = struct.Struct(">I")
 _WORKER = str(Path(__file__).with_name("evaluator_worker.py"))

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 from dataclasses import dataclass, replace
-from typing import ContextManager
+from typing import Any, ContextManager
 
 
 @dataclass(frozen=True)
@@ -52,3 +52,9 @@ def real_time(loop: asyncio.AbstractEventLoop) -> ContextManager[None]:
     clock of engine/clock.py, used in tests) must not fire the budget's timer early."""
     busy = getattr(loop, "busy", None)
     return busy() if busy is not None else contextlib.nullcontext()
+
+
+def resolve_once(future: "asyncio.Future[Any]", value: Any) -> None:
+    """Set ``future``'s result unless something already did (a budget's timer racing the work)."""
+    if not future.done():
+        future.set_result(value)

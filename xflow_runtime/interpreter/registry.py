@@ -33,5 +33,5 @@ def register_state_handler(type_name: str, handler: StateHandler) -> None:
     state_types.register(type_name, handler=handler)
 
 
-def state_handler(type_name: str) -> StateHandler | None:
-    return cast("StateHandler | None", state_types.handler(type_name))
+#: The handler of a state type, or ``None`` (one dict read once resolved: called per state visit).
+state_handler = cast("Callable[[str], StateHandler | None]", state_types.handler)

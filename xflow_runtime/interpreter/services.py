@@ -70,10 +70,11 @@ class ReplyTokenSink(Protocol):
     def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class InstanceServices:
-    """The services of one instance. ``llm`` may be settings: the agent state turns them into a
-    client once and keeps it here (``None``: the process-wide default client)."""
+    """The services of one instance, built once when it starts and never changed. ``llm`` may be
+    settings: the agent state then builds a client once per instance, in the instance's cache
+    (``None``: the process-wide default client)."""
 
     identity: Identity = field(default_factory=Identity)
     llm: "LLMClient | LLMSettings | None" = None
