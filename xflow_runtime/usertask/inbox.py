@@ -58,6 +58,7 @@ class TaskInbox:
 
     async def _act(self, task_id: str, actor: Actor, action: str, data: Any = None) -> TaskView:
         arguments = {"task_id": task_id, "actor": _actor_dict(actor), "action": action, "data": data}
+        await self.runtime.open()
         durable = self.runtime._durable  # noqa: SLF001 - the inbox is the runtime's own
         if action in _WAKING and durable is not None:
             # the row and the instance's wake-up as one recoverable operation (specs/states-human.md §2)
