@@ -122,7 +122,7 @@ async def test_the_listing_is_one_step_per_visit_each_call_one_step_and_connecti
     calls = [s for s in steps if "/tool:" in s]
     assert len(listing) == 1 and listing[0].endswith("/mcp-tools:calc")
     assert calls == [calls[0]] and calls[0].endswith(":calc_add")
-    assert context.services.mcp is None  # closed with the instance
+    assert context.services.mcp.value is None  # closed with the instance
 
 
 def test_colliding_prefixes_are_rejected_at_load_time() -> None:

@@ -179,7 +179,7 @@ async def _run(plan: WorkflowPlan, input: Any, *, functions: Mapping[str, Callab
             await asyncio.gather(*pending, return_exceptions=True)
         return result
     finally:
-        if context.services.mcp is not None:  # no MCP connection outlives its instance
+        if context.services.mcp.value is not None:  # no MCP connection outlives its instance
             from xflow_runtime.mcp.connections import close_instance_connections
 
             await close_instance_connections(context.services)

@@ -70,6 +70,14 @@ class ReplyTokenSink(Protocol):
     def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None: ...
 
 
+@dataclass
+class ExecutionSlot:
+    """A resource an instance's execution opens on first use and closes when it ends (``value``
+    ``None`` meanwhile): what the frozen services hold for it."""
+
+    value: Any = None
+
+
 @dataclass(frozen=True)
 class InstanceServices:
     """The services of one instance, built once when it starts and never changed. ``llm`` may be
@@ -84,8 +92,8 @@ class InstanceServices:
     tasks: "TaskStore | None" = None  # usertask states (specs/states-human.md)
     agent_callbacks: "AgentCallbacks | None" = None  # asynchronous aiagentproxy states (ibid. §7)
     #: the instance's MCP connections (xflow_runtime.mcp.connections), opened on first use and
-    #: closed when the instance's execution ends
-    mcp: Any = None
+    #: closed when the instance's execution ends: the one mutable slot of these frozen services
+    mcp: "ExecutionSlot" = field(default_factory=lambda: ExecutionSlot())
     #: in-process MCP servers (the SDK's ``MCPServer``/``Server`` objects) by ``mcpServers`` name:
     #: they replace that server's transport (embedding, tests; specs/mcp.md)
     mcp_servers: "Mapping[str, Any] | None" = None

@@ -222,17 +222,18 @@ def _text(value: Any) -> str:
 
 def connections_for(run: StateRun) -> InstanceConnections:
     """The connections of ``run``'s top-level instance (created on first use)."""
-    services = run.services
-    if services.mcp is None:
-        services.mcp = InstanceConnections(secrets=run.secrets, constants=run.plan.constants,
-                                           in_process=services.mcp_servers)
-    return services.mcp
+    slot = run.services.mcp
+    if slot.value is None:
+        slot.value = InstanceConnections(secrets=run.secrets, constants=run.plan.constants,
+                                         in_process=run.services.mcp_servers)
+    connections: InstanceConnections = slot.value
+    return connections
 
 
 async def close_instance_connections(services: Any) -> None:
-    connections = getattr(services, "mcp", None)
+    connections = services.mcp.value
     if connections is not None:
-        services.mcp = None
+        services.mcp.value = None
         # on a virtual-time loop (engine/clock.py) the shutdown waits of a stdio server are real work
         busy = getattr(asyncio.get_running_loop(), "busy", None)
         with busy() if busy is not None else contextlib.nullcontext():

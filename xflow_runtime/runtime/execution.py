@@ -192,7 +192,7 @@ async def execute(services: Services, plan: "WorkflowPlan", input: Any, port: An
             if not result.ok:
                 span.fail(str((result.error or {}).get("code") or "WorkflowFailed"))
     finally:
-        if context.services.mcp is not None:  # no MCP connection outlives its instance
+        if context.services.mcp.value is not None:  # no MCP connection outlives its instance
             from xflow_runtime.mcp.connections import close_instance_connections
 
             await close_instance_connections(context.services)
