@@ -148,7 +148,7 @@ def _conversation_id(state: AIAgentState, chat_scope: Any, run: Any) -> str:
     history (memoryId, user mode) a digest of its key, so a memoryId that names a person never
     reaches a trace as such."""
     if _instance_scoped(state):
-        return str(_root(run).instance_id)
+        return str(run.root.instance_id)
     import hashlib
 
     parts = (chat_scope.tenant, chat_scope.agent, chat_scope.user or "", chat_scope.session or "")

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from xflow_runtime.error_codes import AGENT_KNOWN_DATA_INVALID, AGENT_NO_OUTCOME, TIMEOUT
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.agent.conversation import conversations_for
-from xflow_runtime.agent.handler import _chat_scope, _client, _instance_scoped, _model_name, _root, message_text
+from xflow_runtime.agent.handler import _chat_scope, _client, _instance_scoped, _model_name, message_text
 from xflow_runtime.agent.outcomes import apply_outcome_filter, outcome_variables, select_outcome
 from xflow_runtime.agent.turn import Counters, Turn
 from xflow_runtime.errors import WorkflowError
@@ -79,7 +79,7 @@ async def _facilitate(state: UserProxyState, data: Any, run: StateRun, scope: st
     # the conversation is kept like an aiagent's: the instance's history, or chat memory with a
     # memoryId (the user's erasure epoch applies there as for every agent write)
     chat_scope = _chat_scope(talker, data, run)
-    store = conversations_for(_root(run), persistent=not _instance_scoped(talker))
+    store = conversations_for(run.root, persistent=not _instance_scoped(talker))
     model = _model_name(talker)
     user_text = await state.user_message.render_async(data, run.variables) if state.user_message is not None else "Hello."
     counters, client = Counters(), _client(run)
