@@ -8,6 +8,7 @@ Real servers: the MCP test server in-process and over Streamable HTTP on 127.0.0
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,11 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("a2a.client")
 
-from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 from tests.a2a.support import AgentProcess  # noqa: E402
-from tests.mcp.servers import build_server  # noqa: E402
-from tests.mcp.support import HttpMcpServer  # noqa: E402
+from tests.mcp.support import REPO, HttpMcpServer  # noqa: E402
+from tests.telemetry.mcp_trace_server import traced_server  # noqa: E402
 from tests.telemetry.support import Collected, waiting_for_its_event  # noqa: E402
 from xflow_runtime import Runtime  # noqa: E402
 from xflow_runtime.llm import LLMSettings  # noqa: E402
@@ -35,17 +35,6 @@ class Seen(list):
 
     def traceparents(self) -> list[str | None]:
         return [meta.get("traceparent") for meta in self]
-
-
-def traced_server(seen: Seen) -> MCPServer:
-    server = build_server("calc")
-
-    @server.tool(description="Answers with nothing; remembers the request's _meta.")
-    def traced(ctx: Context) -> str:
-        seen.append(dict(ctx.request_context.meta or {}))
-        return "ok"
-
-    return server
 
 
 @pytest.fixture
@@ -83,7 +72,7 @@ async def run_traced(document: dict[str, Any], transport: str, seen: Seen, colle
     that only the interpreter's services can carry), through the interpreter with the same
     telemetry object a Runtime gives it."""
     settings = LLMSettings(api_base=scripted_model.api_base) if scripted_model is not None else None
-    if transport == "http":
+    if transport != "in-process":
         path = tmp_path / f"{document['id']}.json"
         path.write_text(json.dumps(document))
         options = {} if collected is None else collected.providers()
@@ -172,12 +161,12 @@ async def test_an_mcp_function_is_a_client_span_under_its_state_and_names_it_to_
     collected = Collected()
     document = {**FUNCTIONS, "mcpServers": [mcp_server(transport, http_calc)]}
     output = await run_traced(document, transport, seen, collected, tmp_path)
-    assert output == {"traced": {"result": "ok"}, "handled": True}
+    (traceparent,) = seen.traceparents()
+    assert output == {"traced": {"result": traceparent}, "handled": True}
 
     state = collected.one("xflow.state S")
     call = collected.one("tools/call traced")
     assert call.kind is SpanKind.CLIENT and collected.parent_of(call) is state
-    (traceparent,) = seen.traceparents()
     assert names_trace_and_parent(traceparent, call)
     assert call.attributes["mcp.method.name"] == "tools/call"
     assert call.attributes["gen_ai.operation.name"] == "execute_tool" and call.attributes["gen_ai.tool.name"] == "traced"
@@ -188,10 +177,21 @@ async def test_an_mcp_function_is_a_client_span_under_its_state_and_names_it_to_
     assert call.status.status_code is not StatusCode.ERROR
 
 
+async def test_a_stdio_servers_client_span_is_a_pipe_and_reaches_the_subprocess(tmp_path) -> None:
+    collected = Collected()
+    stdio = {"command": sys.executable, "arguments": ["-m", "tests.telemetry.mcp_trace_server"], "cwd": str(REPO)}
+    document = {**FUNCTIONS, "mcpServers": [{"name": "calc", "transport": {"stdio": stdio}, "timeout": "PT30S"}]}
+    output = await run_traced(document, "runtime", Seen(), collected, tmp_path)
+    call = collected.one("tools/call traced")
+    assert names_trace_and_parent(output["traced"]["result"], call)  # what the subprocess received
+    assert call.attributes["network.transport"] == "pipe" and "server.address" not in call.attributes
+    assert collected.parent_of(call) is collected.one("xflow.state S")
+
+
 async def test_without_a_tracer_provider_no_traceparent_is_sent(seen, http_calc, agent, tmp_path) -> None:
     document = {**FUNCTIONS, "mcpServers": [mcp_server("http", http_calc)]}
     output = await run_traced(document, "http", seen, None, tmp_path)
-    assert output == {"traced": {"result": "ok"}, "handled": True}
+    assert output == {"traced": {"result": "none"}, "handled": True}
     (meta,) = seen
     assert "traceparent" not in meta and "tracestate" not in meta
     assert meta["dev.xflow-runtime/instanceId"]  # the request did carry our _meta
@@ -256,7 +256,7 @@ async def test_calls_answered_from_the_recording_emit_no_protocol_spans(agent, s
     async with Runtime("durable", database_url=url, **after.providers()) as second:
         await second.send_event({"type": "approved", "source": "/t", "data": {}}, instance_id="replay-1")
         output = await second.instance("replay-1").result(timeout=60)
-    assert output["done"] is True and output["traced"] == {"result": "ok"} and output["answer"]["answer"] == "once"
+    assert output["done"] is True and output["traced"] == {"result": seen.traceparents()[0]} and output["answer"]["answer"] == "once"
     assert len(seen) == 1 and len([c for c in agent.calls() if c["text"] == "echo once" and
                                    c["event"] == "completed"]) == 1
     assert after.named("tools/") == [] and after.named("invoke_agent") == []
