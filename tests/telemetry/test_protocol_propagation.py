@@ -262,3 +262,24 @@ async def test_calls_answered_from_the_recording_emit_no_protocol_spans(agent, s
     assert after.named("tools/") == [] and after.named("invoke_agent") == []
     assert after.named("xflow.state Call") == [] and after.named("xflow.state Ask") == []
     assert after.one("invoke_workflow replayed").context.trace_id == live_agent.context.trace_id
+
+
+def test_with_a_global_sdk_provider_the_mcp_sdks_own_client_span_nests_under_ours() -> None:
+    """The ``mcp`` SDK records a CLIENT span ``MCP send …`` per request (with a global provider)
+    and puts itself in ``_meta.traceparent``: it is a child of our span, the server's a child of
+    it — one tree (its own process: a global provider is set once per process)."""
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "tests.telemetry.global_sdk_process"], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    *spans, received = lines
+    by_id = {span["id"]: span for span in spans}
+    ours = next(s for s in spans if s["name"] == "tools/call traced" and s["kind"] == "CLIENT")
+    sent = next(s for s in spans if s["name"] == "MCP send tools/call traced")
+    assert sent["kind"] == "CLIENT" and by_id[sent["parent"]] is ours
+    assert by_id[ours["parent"]]["name"] == "xflow.state S"
+    (traceparent,) = received["received"]
+    assert traceparent.split("-")[2] == sent["id"]
