@@ -57,3 +57,17 @@ class Collected:
                     if item.name == metric:
                         found.extend(item.data.data_points)
         return found
+
+
+async def waiting_for_its_event(instance_id: str, timeout: float = 30.0) -> None:
+    """Returns once the durable instance waits in an event state (a ``xflow.receive`` step)."""
+    import asyncio
+
+    from dbos import DBOS
+
+    for _ in range(int(timeout / 0.05)):
+        steps = await DBOS.list_workflow_steps_async(instance_id)
+        if any(step["function_name"].startswith("xflow.receive") for step in steps):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"instance {instance_id} never waited for its event")

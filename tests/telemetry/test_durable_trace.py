@@ -113,11 +113,7 @@ async def test_an_instance_that_waited_across_a_restart_joins_its_trace(tmp_path
     """The runtime closes while the instance waits (its spans end, marked stopped, and are
     exported); the next runtime continues it when the event comes: same trace, parent and link
     the stopped execution's span, and no chat span for the agent turn before the wait."""
-    import asyncio
-
-    from dbos import DBOS
-
-    from tests.telemetry.support import Collected
+    from tests.telemetry.support import Collected, waiting_for_its_event
     from xflow_runtime import Runtime
     from xflow_runtime.llm import LLMSettings
 
@@ -128,13 +124,7 @@ async def test_an_instance_that_waited_across_a_restart_joins_its_trace(tmp_path
     first = Runtime("durable", database_url=url, llm=LLMSettings(api_base=scripted_model.api_base),
                     **before.providers())
     await first.start(first.load(tmp_path / "waiting.json"), {}, instance_id="wait-1")
-    for _ in range(400):
-        steps = await DBOS.list_workflow_steps_async("wait-1")
-        if any(step["function_name"].startswith("xflow.receive") for step in steps):
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the instance never waited for its event")
+    await waiting_for_its_event("wait-1")
     await first.close()
     stopped = before.one("invoke_workflow waiting")
     assert stopped.attributes["xflow.stopped"] is True and stopped.parent is None

@@ -41,7 +41,31 @@ DEFAULT_POLL = 1.0
 
 
 async def call_agent(state: Any, run: StateRun, scope: str, user_text: str, context_data: Mapping[str, Any]) -> dict[str, Any]:
-    """``$agentOutcome`` of one visit (see the module docstring); failure states raise."""
+    """``$agentOutcome`` of one visit (see the module docstring); failure states raise. Traced as
+    one ``invoke_agent {agent}`` CLIENT span (specs/observability.md §6): every request of the
+    visit carries its ``traceparent``; a visit replayed from history leaves none."""
+    telemetry = run.telemetry
+    if telemetry is None:
+        return await _call_agent(state, run, scope, user_text, context_data, None)
+    with telemetry.remote_agent(state.agent_name, _server(state.execution.function.operation),
+                                replaying=getattr(run.port, "replaying", False)) as span:
+        return await _call_agent(state, run, scope, user_text, context_data, span)
+
+
+def _server(operation: str) -> tuple[str, int | None] | None:
+    """``server.address``/``server.port`` of the agent (its card's host; nothing else of the URL)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(operation.split("#", 1)[0].strip())
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+async def _call_agent(state: Any, run: StateRun, scope: str, user_text: str, context_data: Mapping[str, Any],
+                      span: Any) -> dict[str, Any]:
     function = state.execution.function
     invoker = run.function_invoker
     if invoker is None:
@@ -77,6 +101,8 @@ async def call_agent(state: Any, run: StateRun, scope: str, user_text: str, cont
     started = await run.port.now()
     reply = await step("a2a-send", send)
     task_id = (reply.get("task") or {}).get("id")
+    if span is not None:
+        span.set("a2a.task.id", task_id)
     run.record(records.A2A_TASK, state=state.name, call=call_id, task_id=task_id, status=_status(reply))
     reads = 0
     interval = state.a2a_poll_interval or DEFAULT_POLL
@@ -105,6 +131,9 @@ async def call_agent(state: Any, run: StateRun, scope: str, user_text: str, cont
     status = _status(reply)
     run.record(records.A2A_CALL_ENDED, state=state.name, call=call_id, status=status, task_id=task_id)
     task = reply.get("task") or {}
+    if span is not None:
+        span.set("a2a.task.state", status)
+        span.set("gen_ai.conversation.id", task.get("contextId"))
     if status == "input-required":
         pending[state.agent_name] = {"taskId": task.get("id"), "contextId": task.get("contextId")}
     else:

@@ -23,7 +23,7 @@ from xflow_runtime.mcp import (INPUT_REQUIRED, OUTPUT_INVALID, PROTOCOL_ERROR, T
                                UNAVAILABLE)
 from xflow_runtime.mcp.config import McpServerDef, split_operation
 from xflow_runtime.mcp.connections import HARD_BOUND_SLACK, connections_for, unavailable
-from xflow_runtime.mcp.tracing import outgoing_meta
+from xflow_runtime.mcp.tracing import connection_attributes, outgoing_meta, request_attributes
 
 #: JSON-RPC codes the SDK uses for its own failures (mcp_types.REQUEST_TIMEOUT, CONNECTION_CLOSED).
 _REQUEST_TIMEOUT = -32001
@@ -119,18 +119,31 @@ def tool_result(result: Any) -> Any:
 
 
 async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
+    telemetry = run.telemetry
+    if telemetry is None:
+        return await _send(run, server, what, send, None)
+    method, _, tool = what.partition(" ")
+    with telemetry.client_call(what, request_attributes(server, method, tool or None),
+                               covered_by="execute_tool" if tool else None) as span:
+        return await _send(run, server, what, send, span)
+
+
+async def _send(run: Any, server: McpServerDef, what: str, send: Any, span: Any) -> Any:
     connections = connections_for(run)
     connections.http_status.pop(server.name, None)
     try:
         connection, client = await connections.client(server, run.variables)
     except WorkflowError as error:
         raise _redacted(run, _refused(server, connections) or error) from None
-    meta = outgoing_meta(_instance_id(run))
+    if span is not None:
+        for key, value in connection_attributes(client, connections.network.get(server.name)).items():
+            span.set(key, value)
+    meta = outgoing_meta(_instance_id(run))  # after the span: its traceparent names it
     try:
         # The SDK times the request out itself (and sends notifications/cancelled); this bound
         # only guards against a transport that stops answering altogether.
         async with asyncio.timeout(server.timeout + HARD_BOUND_SLACK):
-            return await send(client, meta)
+            result = await send(client, meta)
     except WorkflowError:
         raise
     except Exception as exc:  # noqa: BLE001 - classified below
@@ -138,6 +151,9 @@ async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
         if failure.code in (UNAVAILABLE, UNAUTHORIZED):
             await connections.drop(connection)
         raise _redacted(run, failure) from None
+    if span is not None and getattr(result, "is_error", False):
+        span.fail("tool_error")  # the conventions' error.type of an isError result
+    return result
 
 
 def _redacted(run: Any, error: WorkflowError) -> WorkflowError:

@@ -77,6 +77,8 @@ class InstanceConnections:
         self._function_context: Any = None  # auth: bearer/basic headers, OAuth2 client credentials
         #: the last HTTP status each HTTP server answered (a 401 reaches us as JSON-RPC -32603)
         self.http_status: dict[str, int] = {}
+        #: OpenTelemetry attributes of each server's transport (``network.transport``, ``server.*``)
+        self.network: dict[str, dict[str, Any]] = {}
 
     async def client(self, server: McpServerDef, variables: Any) -> tuple[Connection, Any]:
         async with self._lock:
@@ -117,6 +119,7 @@ class InstanceConnections:
                                 code=NOT_INSTALLED) from None
         if server.name in self._in_process:
             target = self._in_process[server.name]
+            self.network[server.name] = {}
         else:
             target = await (self._stdio_target(server, variables) if server.kind == "stdio"
                             else self._http_target(server, variables))
@@ -130,6 +133,7 @@ class InstanceConnections:
 
         from mcp import StdioServerParameters
 
+        self.network[server.name] = {"network.transport": "pipe"}
         env = {name: os.environ[name] for name in server.inherit_environment if name in os.environ}
         rendered = await server.environment.render_async(None, variables) if server.environment else {}
         env.update({str(key): _text(value) for key, value in (rendered or {}).items() if value is not None})
@@ -147,6 +151,7 @@ class InstanceConnections:
 
         assert server.endpoint is not None  # an HTTP server (config.py checks it)
         url = await server.endpoint.render_async(None, variables)
+        self.network[server.name] = _http_network(str(url))
         headers = await server.headers.render_async(None, variables) if server.headers else {}
         headers = {str(key): _text(value) for key, value in (headers or {}).items() if value is not None}
         if server.auth is not None:
@@ -212,6 +217,22 @@ def _describe(exc: BaseException) -> str:
 _EXEC_WITH_ONLY = ("import os, sys; keep = set(filter(None, sys.argv[1].split(','))); "
                    "env = {k: v for k, v in os.environ.items() if k in keep}; f = sys.argv[2]; "
                    "(os.execve if os.path.isabs(f) else os.execvpe)(f, sys.argv[2:], env)")
+
+
+def _http_network(url: str) -> dict[str, Any]:
+    """Host and port only: the rest of a URL may carry secrets."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    network: dict[str, Any] = {"network.transport": "tcp"}
+    try:
+        port = parts.port
+    except ValueError:  # not a port: the connection reports it
+        return network
+    if parts.hostname:
+        network["server.address"] = parts.hostname
+        network["server.port"] = port or (443 if parts.scheme == "https" else 80)
+    return network
 
 
 def _text(value: Any) -> str:

@@ -6,7 +6,9 @@ The tree of an instance (``specs/observability.md``)::
       xflow.state <state name>           INTERNAL   one per state visit
         invoke_agent <agentName>         INTERNAL   one per agent turn
           chat <model>                   CLIENT     one per provider attempt (xflow_runtime.telemetry.genai)
-          execute_tool <tool>            INTERNAL   one per tool call
+          execute_tool <tool>            INTERNAL   one per tool call (an MCP tools/call adds its attributes here)
+        tools/call <tool>, tools/list    CLIENT     an MCP request not covered by an execute_tool span
+        invoke_agent <agentName>         CLIENT     an aiagentproxy call to an A2A agent
 
 **Deferred spans.** A durable instance that resumes replays its states up to where it stopped;
 steps answered from history run nothing, and must emit nothing (they were traced the first
@@ -197,6 +199,39 @@ class Telemetry:
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = genai.as_json(arguments)
         return self.span(f"execute_tool {name}", attributes, deferred=replaying)
+
+    def remote_agent(self, agent_name: str, server: tuple[str, int | None] | None, *, replaying: bool) -> Any:
+        """``invoke_agent {agent}`` CLIENT: one ``aiagentproxy`` visit reaching a remote (A2A) agent,
+        from the card to the settled task; deferred while replaying, like the visit's span."""
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_name}
+        if server is not None:
+            attributes["server.address"] = server[0]
+            if server[1] is not None:
+                attributes["server.port"] = server[1]
+        return self.span(f"invoke_agent {agent_name}", attributes, kind=SpanKind.CLIENT, deferred=replaying)
+
+    @contextlib.contextmanager
+    def client_call(self, name: str, attributes: dict[str, Any], *,
+                    covered_by: str | None = None) -> Iterator[SpanHandle]:
+        """One outgoing protocol request (opened inside the effect of a recorded step, so a replay
+        never reaches it). When our innermost span is a ``covered_by`` span (``execute_tool``
+        around an MCP ``tools/call``), the attributes go onto it, as the MCP conventions ask,
+        keeping the ones it already has (its tool name is the one the model called); otherwise a
+        CLIENT span ``name``. Either way that span is the current OTel context meanwhile, so the
+        request carries it and a protocol SDK's own spans nest under it."""
+        handle = _CURRENT.get()
+        if covered_by is None or handle is None or handle.attributes.get("gen_ai.operation.name") != covered_by:
+            with self.span(name, attributes, kind=SpanKind.CLIENT) as handle:
+                yield handle
+            return
+        for key, value in attributes.items():
+            if key not in handle.attributes:
+                handle.set(key, value)
+        attached = otel_context.attach(handle.context())
+        try:
+            yield handle
+        finally:
+            otel_context.detach(attached)
 
     def tool_result(self, handle: SpanHandle, result: Any, error: Any) -> None:
         if error is not None:
