@@ -54,6 +54,7 @@ RECORDED = {
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry", "async_action_failed",
     "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write", "agent_proxy_waiting",
     "agent_proxy_event_ignored", "a2a_call", "a2a_task", "a2a_task_read", "a2a_callback_ignored", "a2a_call_ended",
+    "mcp_tool_skipped",
     "task_created", "task_completed", "task_deleted", "task_timedOut", "task_event_ignored",
 }
 

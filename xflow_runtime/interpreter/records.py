@@ -59,6 +59,8 @@ A2A_TASK: Final = "a2a_task"
 A2A_TASK_READ: Final = "a2a_task_read"
 A2A_CALLBACK_IGNORED: Final = "a2a_callback_ignored"
 A2A_CALL_ENDED: Final = "a2a_call_ended"
+#: An MCP server's tool not offered to an agent (its ``inputSchema`` is no valid JSON Schema).
+MCP_TOOL_SKIPPED: Final = "mcp_tool_skipped"
 TASK_CREATED: Final = "task_created"
 #: How a user task ended (the kinds keep the spelling of the task's status).
 TASK_COMPLETED: Final = "task_completed"
@@ -74,7 +76,7 @@ RecordKind = Literal[
     "event_produced", "event_consumed", "event_timeout", "action_skipped", "action_retry",
     "async_action_failed", "llm_call", "agent_reply", "tool_call", "memory_read", "memory_write",
     "agent_proxy_waiting", "agent_proxy_event_ignored", "a2a_call", "a2a_task", "a2a_task_read",
-    "a2a_callback_ignored", "a2a_call_ended", "task_created", "task_completed", "task_deleted",
+    "a2a_callback_ignored", "a2a_call_ended", "mcp_tool_skipped", "task_created", "task_completed", "task_deleted",
     "task_timedOut", "task_event_ignored",
 ]
 
@@ -85,5 +87,5 @@ KINDS: Final = frozenset({
     STATE_FAILED, COMPENSATION_STARTED, EVENT_PRODUCED, EVENT_CONSUMED, EVENT_TIMEOUT, ACTION_SKIPPED,
     ACTION_RETRY, ASYNC_ACTION_FAILED, LLM_CALL, AGENT_REPLY, TOOL_CALL, MEMORY_READ, MEMORY_WRITE,
     AGENT_PROXY_WAITING, AGENT_PROXY_EVENT_IGNORED, A2A_CALL, A2A_TASK, A2A_TASK_READ, A2A_CALLBACK_IGNORED,
-    A2A_CALL_ENDED, TASK_CREATED, TASK_COMPLETED, TASK_DELETED, TASK_TIMED_OUT, TASK_EVENT_IGNORED,
+    A2A_CALL_ENDED, MCP_TOOL_SKIPPED, TASK_CREATED, TASK_COMPLETED, TASK_DELETED, TASK_TIMED_OUT, TASK_EVENT_IGNORED,
 })

@@ -10,9 +10,12 @@ names the model sees come from :func:`xflow_runtime.mcp.names.assign`; each call
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter import records
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.mcp import TOOL_NOT_FOUND
 from xflow_runtime.mcp.names import assign
 from xflow_runtime.agent.plan import AgentTool, AIAgentState
@@ -20,10 +23,9 @@ from xflow_runtime.plan.functions import FunctionDef
 from xflow_runtime.plan.model import FunctionRef
 
 #: History record of a tool a server listed with a schema nobody can validate against.
-TOOL_SKIPPED = "mcp_tool_skipped"
 
 
-async def visit_tools(run: Any, state: AIAgentState, scope: str, taken: list[str]) -> dict[str, AgentTool]:
+async def visit_tools(run: StateRun, state: AIAgentState, scope: str, taken: list[str]) -> dict[str, AgentTool]:
     """``{model-facing name: tool}`` of the state's ``{mcp: …}`` entries (empty without any)."""
     if not state.mcp_tools:
         return {}
@@ -33,8 +35,7 @@ async def visit_tools(run: Any, state: AIAgentState, scope: str, taken: list[str
     listed: dict[tuple[str, str], dict[str, Any]] = {}
     for tool_set in state.mcp_tools:
         server = tool_set.server
-        snapshot = await run.port.run_step(f"{scope}/mcp-tools:{server.name}",
-                                           lambda server=server: list_tools(run, server))
+        snapshot = await run.port.run_step(f"{scope}/mcp-tools:{server.name}", functools.partial(list_tools, run, server))
         names = {tool["name"] for tool in snapshot}
         missing = [name for name in tool_set.include or () if name not in names]
         if missing:
@@ -50,7 +51,7 @@ async def visit_tools(run: Any, state: AIAgentState, scope: str, taken: list[str
         description = listed[(server_name, tool_name)]
         parameters = _schema(description.get("inputSchema"))
         if parameters is None:
-            run.record(TOOL_SKIPPED, state=state.name, server=server_name, tool=tool_name,
+            run.record(records.MCP_TOOL_SKIPPED, state=state.name, server=server_name, tool=tool_name,
                        reason="its inputSchema is not a valid JSON Schema")
             continue
         operation = f"{server_name}#{tool_name}"

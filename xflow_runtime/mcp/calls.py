@@ -39,7 +39,7 @@ class InputRequired:
     request_state: str | None
 
 
-async def call_function(run: Any, function: Any, arguments: Any) -> Any:
+async def call_function(run: StateRun, function: Any, arguments: Any) -> Any:
     """A ``type: mcp`` function (one attempt, inside its recorded step)."""
     server_name, tool = split_operation(function.operation, function.name)
     server = run.plan.mcp_servers[server_name]
@@ -54,7 +54,7 @@ async def call_function(run: Any, function: Any, arguments: Any) -> Any:
     return outcome
 
 
-async def list_tools(run: Any, server: McpServerDef) -> list[dict[str, Any]]:
+async def list_tools(run: StateRun, server: McpServerDef) -> list[dict[str, Any]]:
     """Every tool of ``server`` (all pages), as JSON: name, description, inputSchema, outputSchema."""
     tools: list[dict[str, Any]] = []
     cursor = None
@@ -79,7 +79,7 @@ async def _list_page(client: Any, cursor: str | None, meta: dict[str, Any]) -> A
     return await client.session.list_tools(params=PaginatedRequestParams(cursor=cursor, _meta=meta or None))  # type: ignore[arg-type]  # a plain dict is what the SDK sends
 
 
-async def call_tool(run: Any, server: McpServerDef, tool: str, arguments: dict[str, Any], *,
+async def call_tool(run: StateRun, server: McpServerDef, tool: str, arguments: dict[str, Any], *,
                     input_responses: dict[str, Any] | None = None, request_state: str | None = None) -> Any:
     """The tool's result as workflow data, or :class:`InputRequired`."""
     async def send(client: Any, meta: dict[str, Any]) -> Any:
@@ -118,7 +118,7 @@ def tool_result(result: Any) -> Any:
     return {"content": blocks}
 
 
-async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
+async def _request(run: StateRun, server: McpServerDef, what: str, send: Any) -> Any:
     telemetry = run.telemetry
     if telemetry is None:
         return await _send(run, server, what, send, None)
@@ -128,7 +128,7 @@ async def _request(run: Any, server: McpServerDef, what: str, send: Any) -> Any:
         return await _send(run, server, what, send, span)
 
 
-async def _send(run: Any, server: McpServerDef, what: str, send: Any, span: Any) -> Any:
+async def _send(run: StateRun, server: McpServerDef, what: str, send: Any, span: Any) -> Any:
     connections = connections_for(run)
     connections.http_status.pop(server.name, None)
     try:
@@ -156,7 +156,7 @@ async def _send(run: Any, server: McpServerDef, what: str, send: Any, span: Any)
     return result
 
 
-def _redacted(run: Any, error: WorkflowError) -> WorkflowError:
+def _redacted(run: StateRun, error: WorkflowError) -> WorkflowError:
     """Endpoints, headers and server messages may hold secret values: they never reach a message."""
     from xflow_runtime.functions.context import SecretRedactor
 

@@ -16,11 +16,13 @@ single property, a bare value for it. Content that breaks the requested schema i
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Mapping
 
 from xflow_runtime.agent import AGENT_REPLY, USER_MESSAGE_TOPIC
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.error_codes import TIMEOUT
 from xflow_runtime.mcp import INPUT_REQUIRED
 from xflow_runtime.mcp.calls import InputRequired, call_tool
@@ -31,7 +33,7 @@ MAX_ROUNDS = 10
 ELICITATION = "elicitation/create"
 
 
-async def call_agent_tool(run: Any, state: Any, function: Any, arguments: dict[str, Any], step: str) -> Any:
+async def call_agent_tool(run: StateRun, state: Any, function: Any, arguments: dict[str, Any], step: str) -> Any:
     server_name, tool = split_operation(function.operation, function.name)
     server = run.plan.mcp_servers[server_name]
 
@@ -50,12 +52,12 @@ async def call_agent_tool(run: Any, state: Any, function: Any, arguments: dict[s
         for key, request in sorted(pending["requests"].items()):
             answers[key] = await _ask(run, state, server_name, tool, key, request)
         outcome = await run.port.run_step(f"{step}/input:{round_number}",
-                                          lambda a=answers, s=pending["requestState"]: attempt(a, s))
+                                          functools.partial(attempt, answers, pending["requestState"]))
     raise WorkflowError(f"MCP tool {tool!r} of server {server_name!r} still needs input after {MAX_ROUNDS} rounds",
                         code=INPUT_REQUIRED, details={"server": server_name, "tool": tool})
 
 
-async def _ask(run: Any, state: Any, server: str, tool: str, key: str, request: Mapping[str, Any]) -> dict[str, Any]:
+async def _ask(run: StateRun, state: Any, server: str, tool: str, key: str, request: Mapping[str, Any]) -> dict[str, Any]:
     if request.get("method") != ELICITATION:
         raise WorkflowError(f"MCP tool {tool!r} of server {server!r} asks for {request.get('method')!r}, which this "
                             "runtime does not answer (only elicitation)", code=INPUT_REQUIRED,
