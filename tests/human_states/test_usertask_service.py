@@ -189,3 +189,16 @@ def test_a_crash_between_completing_and_waking_loses_nothing_and_wakes_once(clie
     history = client.get(f"/v1/instances/{instance_id}/history", headers=ADMIN).json()["items"]
     assert [r["event"] for r in history].count("task_completed") == 1
     assert not [r for r in history if r.get("event") == "task_event_ignored"]
+    # The recovered operation kept its records (they hold the form data): erasing the instance's
+    # user deletes them too, found by the instance they are about.
+    import sqlite3
+
+    def operations() -> int:
+        with sqlite3.connect(service.db_url.removeprefix("sqlite:///")) as store:
+            return store.execute("SELECT count(*) FROM workflow_status WHERE workflow_uuid LIKE ?",
+                                 (f"xflow-wake:{instance_id}:%",)).fetchone()[0]
+
+    assert operations() >= 1
+    erased = client.delete("/v1/users/bo", headers=ADMIN)
+    assert erased.status_code == 200, erased.text
+    assert operations() == 0

@@ -102,7 +102,7 @@ class AgentCallbacks:
         arguments = {"request_id": request_id, "instance_id": claims.instance_id, "answer": answer_of(body)}
         durable = runtime._durable  # noqa: SLF001 - the runtime's own engine
         if durable is not None:
-            outcome = await durable.write_then_wake(WAKE_KIND, arguments)
+            outcome = await durable.write_then_wake(WAKE_KIND, arguments, instance_id=claims.instance_id)
         else:
             outcome = await answer_and_ask_to_wake(self.store, arguments)
             for wake in outcome.get("wake") or ():

@@ -62,7 +62,9 @@ class TaskInbox:
         durable = self.runtime._durable  # noqa: SLF001 - the inbox is the runtime's own
         if action in _WAKING and durable is not None:
             # the row and the instance's wake-up as one recoverable operation (specs/states-human.md §2)
-            outcome = await durable.write_then_wake(WAKE_KIND, arguments)
+            task = await asyncio.to_thread(self.store.get, task_id)
+            outcome = await durable.write_then_wake(WAKE_KIND, arguments,
+                                                    instance_id=task.instance_id if task is not None else None)
         else:
             outcome = await act_and_ask_to_wake(self.store, arguments)
             for wake in outcome.get("wake") or ():  # in-process instances die with the process anyway

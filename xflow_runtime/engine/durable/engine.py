@@ -310,10 +310,11 @@ class DurableEngine:
         await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
                               idempotency_key=idempotency_key)
 
-    async def write_then_wake(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """A write of ours and the wake-ups it asks for, as one recoverable DBOS workflow
-        (:mod:`.wakes`)."""
-        return await wakes.write_then_wake(kind, arguments)
+    async def write_then_wake(self, kind: str, arguments: dict[str, Any], *,
+                              instance_id: str | None = None) -> dict[str, Any]:
+        """A write of ours and the wake-ups it asks for, as one recoverable DBOS workflow about
+        ``instance_id`` (:mod:`.wakes`)."""
+        return await wakes.write_then_wake(kind, arguments, instance_id=instance_id)
 
     async def cancel(self, instance_id: str) -> None:
         await DBOS.cancel_workflow_async(instance_id)

@@ -22,6 +22,18 @@ APPLICATION_VERSION = "xflow-durable-3"
 #: The name under which the one xflow workflow function is registered with DBOS.
 WORKFLOW_NAME = "xflow.instance"
 
+#: The write-then-wake operations (engine/durable/wakes.py): their DBOS name, and the start of
+#: their ids (then the instance an operation is about, when it has one).
+WAKE_WORKFLOW_NAME = "xflow.write-then-wake"
+OPERATION_PREFIX = "xflow-wake:"
+
+
+def operation_prefix(instance_id: str) -> str:
+    """The id of every operation about ``instance_id`` starts with this: erasure finds an erased
+    user's operations by it (their inputs, e.g. a task's form data, are the instance's data)."""
+    return f"{OPERATION_PREFIX}{instance_id}:"
+
+
 #: DBOS stream holding an instance's history records (keyed by instance id + offset).
 HISTORY_STREAM = "xflow.history"
 

@@ -22,7 +22,7 @@ from dbos import DBOSClient
 from sqlalchemy import Engine, bindparam, inspect, text
 
 from xflow_runtime.engine.durable.engine import DurableEngineError, _redact, describe_error
-from xflow_runtime.engine.durable.names import HISTORY_STREAM, WORKFLOW_NAME
+from xflow_runtime.engine.durable.names import HISTORY_STREAM, WAKE_WORKFLOW_NAME, WORKFLOW_NAME, operation_prefix
 from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
 from xflow_runtime.settings import sqlite_path
@@ -91,6 +91,23 @@ class DurableSubjects:
                 {"name": WORKFLOW_NAME, "key": subject_key(tenant, user)}).all()
         return [(row.workflow_uuid, row.status) for row in rows]
 
+    def operations_about(self, instance_ids: list[str]) -> list[tuple[str, str]]:
+        """``(id, status)`` of the write-then-wake operations about these instances (a task's
+        completion, an agent's answer: their inputs are the instance's data), found by their ids
+        (:func:`~xflow_runtime.engine.durable.wakes.operation_prefix`); nothing is decoded."""
+        if not instance_ids:
+            return []
+        found: list[tuple[str, str]] = []
+        with self._sql().connect() as connection:
+            for instance_id in instance_ids:
+                pattern = _like_escaped(operation_prefix(instance_id)) + "%"
+                rows = connection.execute(text(
+                    f"SELECT workflow_uuid, status FROM {self._table('workflow_status')} "
+                    "WHERE name = :name AND workflow_uuid LIKE :pattern ESCAPE '\\'"),
+                    {"name": WAKE_WORKFLOW_NAME, "pattern": pattern}).all()
+                found += [(row.workflow_uuid, row.status) for row in rows]
+        return found
+
     def export(self, tenant: str, user: str) -> list[dict[str, Any]]:
         """The user's instances with input, output, error and history, read through DBOS's
         client (which decodes DBOS's own records)."""
@@ -116,6 +133,7 @@ class DurableSubjects:
         rows deleted per table and the ids cancelled. Raises :class:`DurableErasureFailed` when
         a row is left (a second call retries)."""
         found = self.instances(tenant, user)
+        found += self.operations_about([instance_id for instance_id, _ in found])
         ids = [instance_id for instance_id, _ in found]
         cancelled = [instance_id for instance_id, status in found if status not in _FINAL]
         if cancelled:
@@ -179,6 +197,10 @@ class DurableSubjects:
                 raise DurableEngineError(f"cannot open the durable store {self.display_url}: "
                                          f"{describe_error(error)}") from error
         return self._client
+
+
+def _like_escaped(text_: str) -> str:
+    return text_.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _ids() -> Any:

@@ -22,11 +22,10 @@ from typing import Any, Callable, Coroutine
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSNonExistentWorkflowError
 
-from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY
+from xflow_runtime.engine.durable.names import (EVENT_ENVELOPE_KEY, OPERATION_PREFIX, WAKE_WORKFLOW_NAME,
+                                                operation_prefix)
 from xflow_runtime.failpoints import crash_point
 
-#: DBOS name of the workflow (a storage format, like ``names``).
-WAKE_WORKFLOW_NAME = "xflow.write-then-wake"
 #: Topic of the wake-up: the instance's CloudEvent topic (``interpreter.events.EVENT_TOPIC``).
 EVENT_TOPIC = "cloudevents"
 
@@ -54,13 +53,15 @@ async def _write_then_wake(kind: str, arguments: dict[str, Any]) -> dict[str, An
     return outcome
 
 
-async def write_then_wake(kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run the writer of ``kind`` and send the wake-ups it asks for; returns the writer's outcome."""
-    operation_id = f"xflow-wake-{uuid.uuid4()}"
+async def write_then_wake(kind: str, arguments: dict[str, Any], *, instance_id: str | None = None) -> dict[str, Any]:
+    """Run the writer of ``kind`` and send the wake-ups it asks for; returns the writer's outcome.
+    ``instance_id``: the instance the operation is about (it names the operation)."""
+    operation_id = (operation_prefix(instance_id) if instance_id else OPERATION_PREFIX) + str(uuid.uuid4())
     with SetWorkflowID(operation_id):
         handle = await DBOS.start_workflow_async(_write_then_wake, kind, arguments)
     outcome = await handle.get_result(polling_interval_sec=0.02)
     # Done: its records (the arguments hold e.g. a task's form data) are not kept. One recovered
-    # after a crash finishes in the background and stays, until DBOS's own garbage collection.
+    # after a crash finishes in the background and stays, until DBOS's own garbage collection or
+    # the erasure of the instance's user (which finds it by its id: operation_prefix).
     await DBOS.delete_workflow_async(operation_id)
     return outcome
