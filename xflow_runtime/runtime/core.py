@@ -51,39 +51,16 @@ class Runtime:
     """Runs workflow instances on the in-process engine (fast, nothing persisted) or the durable
     engine (DBOS; SQLite under ``./.xflow/`` by default, PostgreSQL by ``database_url``).
 
-    ``functions`` maps function names or operation strings to Python callables for ``custom``
-    functions; ``secrets`` are the values of ``$SECRETS`` (never persisted: a resumed durable
-    instance takes them from the runtime that resumes it). ``on_event`` receives every CloudEvent
-    an instance produces; ``on_history`` every history record as it is reported. ``workflows``
-    are the subflows ``subFlowRef`` can name (plans or files; more with :meth:`register`);
-    ``http`` configures REST/GraphQL calls; ``llm`` the LLM client of ``aiagent`` states.
-    ``on_instance_history`` receives ``(instance_id, record)`` (a server fans records out per
-    instance); ``reply_tokens`` receives the reply text of ``aiagent`` LLM calls as the model
-    produces it (:class:`~xflow_runtime.interpreter.services.ReplyTokenSink`; the calls stream then).
-    ``callbacks`` (:class:`~xflow_runtime.agent.proxy_callbacks.CallbackSettings`: the public
-    base URL of the callback endpoint and its signing secrets) lets ``aiagentproxy`` agents answer
-    asynchronously (specs/states-human.md §7); without it they answer synchronously.
-    ``a2a`` (:class:`~xflow_runtime.a2a.settings.A2ASettings`) lets ``aiagentproxy`` states wait for
-    A2A push callbacks (:meth:`deliver_callback` hands a verified one to the instance).
-    ``strict=True`` loads workflows by the letter of SW 0.8: the SonataFlow relaxations
-    (``specs/compat-sonataflow.md``) are definition errors instead of warnings.
-    ``tracer_provider``/``meter_provider`` (OpenTelemetry SDK providers; default the global ones,
-    or the SDK set up from ``OTEL_*`` variables) turn tracing on: every instance is one trace
-    (``specs/observability.md``); ``capture_content=True`` also records prompts and tool payloads.
-
-    Chat memory: a durable runtime (or an in-process one given ``database_url``) keeps agent
-    histories in one :class:`~xflow_runtime.memory.chat.ChatMemory`, opened when the first agent
-    state needs it, at :func:`~xflow_runtime.runtime.memory.chat_memory_url` of its database
-    (``chat_memory="URL"`` overrides, ``chat_memory=False`` keeps histories in the instance).
-    Long-term memory (``longTermMemory`` / ``factExtraction`` states) lives in the same database,
-    opened when the first such state runs; opening it resumes, in the background, the extraction
-    jobs an earlier process left unfinished. ``long_term`` configures it
-    (:class:`~xflow_runtime.memory.longterm.LongTermOptions`: embedding model, dedup threshold,
-    search and retry tuning); its ``api_base``/``api_key``, when unset, come from ``llm``.
+    Every argument is described in ``specs/python-api.md`` ("Runtime"): the Python functions and
+    secrets instances see, listeners of events, history and reply tokens, subflows, HTTP and LLM
+    settings, chat and long-term memory, strict SW 0.8 loading, evaluation limits, a worker
+    fleet's options, the callback settings of ``aiagentproxy`` agents (xFlow's contract and A2A
+    push), and OpenTelemetry providers.
 
     A durable runtime owns DBOS, a process-wide singleton: one durable runtime per process.
     ``executor_id`` decides which crashed instances it recovers when it opens: the default
-    ``"local"`` recovers the PENDING instances of earlier processes that used ``"local"`` too.
+    ``"local"`` recovers the PENDING instances of earlier processes that used ``"local"`` too (a
+    fleet worker gets a fresh id of its own and a reaper hands a dead worker's instances on).
     """
 
     def __init__(self, engine: EngineName = "inprocess", *, database_url: str | None = None,
