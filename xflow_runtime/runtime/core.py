@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 from xflow_runtime.history import HistoryBuffer
 from xflow_runtime.runtime import execution
+from xflow_runtime.runtime.backends import Backend, DurableBackend, InProcessBackend
 from xflow_runtime.runtime.handles import InstanceHandle, UnknownInstance, WorkflowRef, digest
 from xflow_runtime.interpreter.services import DEFAULT_TENANT, Identity
 from xflow_runtime.runtime.memory import chat_memory_url
@@ -128,8 +129,9 @@ class Runtime:
         self._plans: dict[str, "WorkflowPlan"] = {}  # sha256 → plan
         self._refs: dict[int, WorkflowRef] = {}      # id(plan) → where it came from
         self._durable: "DurableEngine | None" = None
-        self._local: dict[str, execution.LocalInstance] = {}
         self._services = execution.Services(self)
+        #: Where instances run (runtime/backends.py): in-process now, the durable engine once open.
+        self._backend: Backend = InProcessBackend(self._services)
         self._opening = asyncio.Lock()
         for workflow in workflows:
             self.register(workflow)
@@ -154,6 +156,7 @@ class Runtime:
                         self.llm = self.llm or LLMClient()
                         self.llm.limiter = limiter
                     self._durable = engine
+                    self._backend = DurableBackend(engine)
         return self
 
     async def apply_schedules(self, plans: Iterable["WorkflowPlan"], *, prune: bool = True) -> list[str]:
@@ -174,12 +177,11 @@ class Runtime:
         return drained
 
     async def close(self) -> None:
-        for instance in list(self._local.values()):
-            instance.cancel()
-        self._local.clear()
+        await self._backend.close()
         await self._services.aclose()
         if self._durable is not None:
             engine, self._durable = self._durable, None
+            self._backend = InProcessBackend(self._services)
             from xflow_runtime.engine.durable import stop_running_instances
 
             await stop_running_instances()
@@ -255,20 +257,10 @@ class Runtime:
         instance_id = instance_id or str(uuid.uuid4())
         data = {} if input is None else input
         identity = await self._services.identity(tenant or DEFAULT_TENANT, user)
-        if self._durable is not None:
-            ref = self._refs.get(id(plan))
-            if ref is None:
-                raise XFlowError("a durable runtime runs plans returned by its own load()")
-            subflows = [self._refs[id(p)].to_dict() for p in self._subflows.values() if p is not plan]
-            request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
-                       "identity": identity.to_dict(), "subflows": subflows, "labels": dict(labels or {})}
-            await self._durable.start(instance_id, request)
-        else:
-            if instance_id in self._local:
-                return InstanceHandle(self, instance_id)
-            self._local[instance_id] = execution.LocalInstance.start(
-                self._services, plan, data, instance_id, identity=identity,
-                workflows=list(self._subflows.values()))
+        subflows = list(self._subflows.values())
+        await self._backend.start(plan, data, instance_id, identity, ref=self._refs.get(id(plan)), subflows=subflows,
+                                  subflow_refs=[self._refs[id(p)] for p in subflows if p is not plan and id(p) in self._refs],
+                                  labels=labels or {})
         return InstanceHandle(self, instance_id)
 
     @property
@@ -302,15 +294,7 @@ class Runtime:
         """Stop an instance: a durable one is marked cancelled (``resume`` continues it after its
         last completed step); an in-process one is cancelled outright."""
         await self.open()
-        if self._durable is not None:
-            if await self._durable.status(instance_id) is None:
-                raise UnknownInstance(f"no instance {instance_id!r}")
-            await self._durable.cancel(instance_id)
-            return
-        instance = self._local.get(instance_id)
-        if instance is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
-        instance.cancel()
+        await self._backend.cancel(instance_id)
 
     async def send_event(self, event: Mapping[str, Any], *, instance_id: str | None = None) -> None:
         """Deliver a CloudEvent (a dict with ``type``, ``source``, ``data``…) to one instance, or
@@ -318,12 +302,7 @@ class Runtime:
         instance waits for them are kept until it does."""
         await self.open()
         cloud_event = execution.normalize_cloud_event(event)
-        if instance_id is None:
-            targets = [i for i, inst in self._local.items() if not inst.done]
-            if self._durable is not None:
-                targets += [s.workflow_id for s in await self._durable.list(status="PENDING")]
-        else:
-            targets = [instance_id]
+        targets = await self._backend.running() if instance_id is None else [instance_id]
         for target in targets:
             await self._deliver(target, cloud_event)
 
@@ -342,28 +321,13 @@ class Runtime:
 
     async def _send_topic(self, instance_id: str, topic: str, payload: Any, idempotency_key: str | None = None) -> None:
         await self.open()
-        if self._durable is not None:
-            if await self._durable.status(instance_id) is None:
-                raise UnknownInstance(f"no instance {instance_id!r}")
-            await self._durable.send(instance_id, topic, payload, idempotency_key=idempotency_key)
-            return
-        instance = self._local.get(instance_id)
-        if instance is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
-        instance.deliver(topic, payload)
+        await self._backend.send(instance_id, topic, payload, idempotency_key)
 
     async def _deliver(self, instance_id: str, cloud_event: dict[str, Any]) -> None:
         await self._send_topic(instance_id, execution.event_topic(cloud_event), cloud_event, cloud_event.get("id"))
 
     async def _result(self, instance_id: str) -> Any:
-        if self._durable is not None:
-            if await self._durable.status(instance_id) is None:
-                raise UnknownInstance(f"no instance {instance_id!r}")
-            return await self._durable.result(instance_id)
-        instance = self._local.get(instance_id)
-        if instance is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
-        return await instance.result()
+        return await self._backend.result(instance_id)
 
     # --- inspection (durable) --------------------------------------------------------------------
     async def list_instances(self, *, limit: int | None = 50,
@@ -381,21 +345,14 @@ class Runtime:
 
     async def history(self, instance_id: str) -> list[dict[str, Any]]:
         """The history records of an instance written so far, in ``seq`` order."""
-        if self._durable is None and instance_id in self._local:
-            return list(self._local[instance_id].history.records)
-        engine = await self._require_durable("read a history")
-        return await engine.history(instance_id)
+        await self.open()
+        return await self._backend.history(instance_id)
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         """One instance: status, input, output, error, and its history of states (input, output,
         error, duration and LLM usage of each)."""
-        if self._durable is None and instance_id in self._local:
-            return self._local[instance_id].describe()
-        engine = await self._require_durable("show an instance")
-        status = await engine.status(instance_id)
-        if status is None:
-            raise UnknownInstance(f"no instance {instance_id!r} in {engine.display_url}")
-        return execution.describe_durable(status, await engine.history(instance_id))
+        await self.open()
+        return await self._backend.describe(instance_id)
 
     async def _require_durable(self, what: str) -> "DurableEngine":
         if self.engine_name != "durable":

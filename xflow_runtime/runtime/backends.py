@@ -1,0 +1,140 @@
+"""Where a runtime's instances run: in this process (nothing persisted) or on the durable engine.
+One internal seam, so :class:`~xflow_runtime.runtime.Runtime` never branches on which: it picks
+its backend when it opens and hands every instance operation to it.
+
+Durable-only operations (``resume``, listing, status rows) stay on the runtime, which asks for the
+durable engine by name (``Runtime._require_durable``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+
+from xflow_runtime.errors import XFlowError
+from xflow_runtime.runtime import execution
+from xflow_runtime.runtime.handles import UnknownInstance
+
+if TYPE_CHECKING:
+    from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.interpreter.services import Identity
+    from xflow_runtime.plan.states import WorkflowPlan
+    from xflow_runtime.runtime.handles import WorkflowRef
+
+
+class Backend(Protocol):
+    async def start(self, plan: "WorkflowPlan", data: Any, instance_id: str, identity: "Identity", *,
+                    ref: "WorkflowRef | None", subflows: Sequence["WorkflowPlan"],
+                    subflow_refs: Sequence["WorkflowRef"], labels: Mapping[str, str]) -> None: ...
+
+    async def send(self, instance_id: str, topic: str, payload: Any, idempotency_key: str | None) -> None: ...
+
+    async def running(self) -> list[str]:
+        """The instances an event without an addressee goes to."""
+        ...
+
+    async def result(self, instance_id: str) -> Any: ...
+
+    async def cancel(self, instance_id: str) -> None: ...
+
+    async def history(self, instance_id: str) -> list[dict[str, Any]]: ...
+
+    async def describe(self, instance_id: str) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+class InProcessBackend:
+    """Instances as tasks of this process; they end with it."""
+
+    def __init__(self, services: execution.Services) -> None:
+        self._services = services
+        self._local: dict[str, execution.LocalInstance] = {}
+
+    async def start(self, plan: "WorkflowPlan", data: Any, instance_id: str, identity: "Identity", *,
+                    ref: "WorkflowRef | None", subflows: Sequence["WorkflowPlan"],
+                    subflow_refs: Sequence["WorkflowRef"], labels: Mapping[str, str]) -> None:
+        if instance_id not in self._local:  # the same id again attaches, as on the durable engine
+            self._local[instance_id] = execution.LocalInstance.start(
+                self._services, plan, data, instance_id, identity=identity, workflows=list(subflows))
+
+    def _instance(self, instance_id: str) -> execution.LocalInstance:
+        instance = self._local.get(instance_id)
+        if instance is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in this runtime")
+        return instance
+
+    async def send(self, instance_id: str, topic: str, payload: Any, idempotency_key: str | None) -> None:
+        self._instance(instance_id).deliver(topic, payload)
+
+    async def running(self) -> list[str]:
+        return [instance_id for instance_id, instance in self._local.items() if not instance.done]
+
+    async def result(self, instance_id: str) -> Any:
+        return await self._instance(instance_id).result()
+
+    async def cancel(self, instance_id: str) -> None:
+        self._instance(instance_id).cancel()
+
+    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+        if instance_id not in self._local:
+            raise XFlowError("cannot read a history: the in-process engine keeps no records")
+        return list(self._local[instance_id].history.records)
+
+    async def describe(self, instance_id: str) -> dict[str, Any]:
+        if instance_id not in self._local:
+            raise XFlowError("cannot show an instance: the in-process engine keeps no records")
+        return self._local[instance_id].describe()
+
+    async def close(self) -> None:
+        for instance in list(self._local.values()):
+            instance.cancel()
+        self._local.clear()
+
+
+class DurableBackend:
+    """Instances on the durable engine (DBOS): recorded, recovered, resumable."""
+
+    def __init__(self, engine: "DurableEngine") -> None:
+        self.engine = engine
+
+    async def start(self, plan: "WorkflowPlan", data: Any, instance_id: str, identity: "Identity", *,
+                    ref: "WorkflowRef | None", subflows: Sequence["WorkflowPlan"],
+                    subflow_refs: Sequence["WorkflowRef"], labels: Mapping[str, str]) -> None:
+        if ref is None:
+            raise XFlowError("a durable runtime runs plans returned by its own load()")
+        request = {"format": 1, "workflow": {**ref.to_dict(), "id": plan.workflow_id}, "input": data,
+                   "identity": identity.to_dict(), "subflows": [r.to_dict() for r in subflow_refs],
+                   "labels": dict(labels)}
+        await self.engine.start(instance_id, request)
+
+    async def _known(self, instance_id: str) -> Any:
+        status = await self.engine.status(instance_id)
+        if status is None:
+            raise UnknownInstance(f"no instance {instance_id!r} in {self.engine.display_url}")
+        return status
+
+    async def send(self, instance_id: str, topic: str, payload: Any, idempotency_key: str | None) -> None:
+        await self._known(instance_id)
+        await self.engine.send(instance_id, topic, payload, idempotency_key=idempotency_key)
+
+    async def running(self) -> list[str]:
+        return [status.workflow_id for status in await self.engine.list(status="PENDING")]
+
+    async def result(self, instance_id: str) -> Any:
+        await self._known(instance_id)
+        return await self.engine.result(instance_id)
+
+    async def cancel(self, instance_id: str) -> None:
+        await self._known(instance_id)
+        await self.engine.cancel(instance_id)
+
+    async def history(self, instance_id: str) -> list[dict[str, Any]]:
+        return await self.engine.history(instance_id)
+
+    async def describe(self, instance_id: str) -> dict[str, Any]:
+        status = await self._known(instance_id)
+        return execution.describe_durable(status, await self.engine.history(instance_id))
+
+    async def close(self) -> None:
+        """Nothing here: the runtime stops the instances and shuts DBOS down (it owns the engine's
+        lifecycle, which needs its own thread)."""
