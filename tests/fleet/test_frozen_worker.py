@@ -62,6 +62,9 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
                 await asyncio.sleep(0.02)
             victim = pids[busy[0]]
             victim.process.send_signal(signal.SIGSTOP)
+            # statements the victim sent just before the signal still run on the server: let them
+            # land first (they started before the freeze; the assertion below is about new starts)
+            await asyncio.sleep(1.0)
             frozen_at = await asyncio.to_thread(database_now, url)
             await asyncio.sleep(DEAD_AFTER + 6)  # declared dead, its instances taken over
             victim.process.send_signal(signal.SIGCONT)

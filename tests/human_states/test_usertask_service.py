@@ -39,7 +39,7 @@ def task_of(client: httpx.Client, instance_id: str, who: dict[str, str] = ANN) -
         items = client.get("/v1/tasks", headers=who).json()["items"]
         return next((t for t in items if t["instanceId"] == instance_id), None)
 
-    return eventually(find)
+    return eventually(find, timeout=90)  # the first instance of a fresh service, on a loaded machine
 
 
 def finished(client: httpx.Client, instance_id: str) -> dict[str, Any]:

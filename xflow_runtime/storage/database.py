@@ -21,6 +21,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from xflow_runtime.errors import XFlowError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
+#: How long opening a SQLite file waits to switch it to WAL (see ``_configure_sqlite``).
+WAL_SWITCH_WAIT_S = 2.0
 _IMMEDIATE = "xflow_immediate"
 
 
@@ -52,7 +54,9 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         if wal:
-            cursor.execute("PRAGMA busy_timeout=0")  # a refused switch would otherwise wait a minute
+            # a short wait: concurrent first opens of a new file take turns switching it, while a
+            # file another process holds in its own mode is left as it is without a minute's wait
+            cursor.execute(f"PRAGMA busy_timeout={int(WAL_SWITCH_WAIT_S * 1000)}")
             try:
                 cursor.execute("PRAGMA journal_mode=WAL")
             except dbapi_connection.OperationalError:
