@@ -77,12 +77,16 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
                 worker.terminate()
     assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
     rows = await asyncio.to_thread(invocations, url)
-    # after the freeze the victim started nothing (only the step it was in finished, uncommitted)
-    assert not [row for row in rows if row[2] == victim.pid and row[3] > frozen_at]
+    # after the freeze the victim finished nothing: a step it was inside when frozen (past the
+    # lease check, its first statement not yet sent) may still send it on thaw, but it is fenced
+    # before the step ends, and the step runs again on its new owner (at-least-once for the step
+    # in flight, specs/deployment.md)
+    assert not [row for row in rows if row[2] == victim.pid and row[3] > frozen_at and row[4] is not None]
     runs: dict[tuple[str, str], list[int]] = {}
     for instance, label, pid, _, _ in rows:
         runs.setdefault((instance, label), []).append(pid)
     again = {key: pids_ for key, pids_ in runs.items() if len(pids_) > 1}
-    # a step ran twice only if the victim was inside it when frozen: at most its concurrency
-    assert all(pids_[0] == victim.pid and len(pids_) == 2 for pids_ in again.values()), again
+    # a step ran twice only if the victim was inside it when frozen: at most its concurrency (its
+    # statement may reach the database before or after the new owner's)
+    assert all(victim.pid in pids_ and len(pids_) == 2 for pids_ in again.values()), again
     assert len(again) <= 10

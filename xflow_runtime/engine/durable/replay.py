@@ -131,7 +131,7 @@ def next_move(recording: Recording, head: int, call_name_: str, call: Call | Non
               ended: Callable[[str], bool]) -> Move:
     """What a call named ``call_name_`` does when the next operation number is ``head``.
 
-    Pure: the replay rules in one place (``tests/engine/test_replay_rules.py``)."""
+    Pure: the replay rules in one place (``tests/engine/durable/test_replay_rules.py``)."""
     if call is not None and (call.path, call.number) in recording.doomed:
         return Move.BLOCK
     if head > recording.last:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.longterm.conftest import EXTRACTION_MODEL
-from tests.longterm.residue import rows_containing
+from tests.memory.longterm.conftest import EXTRACTION_MODEL
+from tests.memory.longterm.residue import rows_containing
 from xflow_runtime.memory.chat import ChatMemory, ChatScope
 from xflow_runtime.memory.longterm import LongTermMemory, LongTermMemoryError, MemoryScope
 from xflow_runtime.memory.longterm.config import FactExtractionSettings

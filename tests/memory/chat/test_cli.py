@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.memory.histories import turn
+from tests.memory.chat.histories import turn
 from xflow_runtime.cli.main import main
 from xflow_runtime.memory.chat import ChatMemory, ChatScope
 from xflow_runtime.settings import locate

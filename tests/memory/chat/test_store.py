@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from tests.memory.histories import assistant, histories, tool, turn, user
+from tests.memory.chat.histories import assistant, histories, tool, turn, user
 from xflow_runtime.memory.chat import (ChatMemory, ChatMemoryError, ChatNotFound, ChatScope,
                                        MemorySettings, ScopeMode, TokenCounter, WindowPolicy,
                                        is_valid_window)

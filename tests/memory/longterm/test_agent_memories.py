@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.longterm.agent_loop import STATIC_SYSTEM, agent_turn
+from tests.memory.longterm.agent_loop import STATIC_SYSTEM, agent_turn
 from xflow_runtime.memory.longterm import (LongTermMemory, MemoryConflict, MemoryNotFound, MemoryScope,
                                            render_memory_block)
 from xflow_runtime.testing import ScriptedModelServer

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.memory.histories import assistant, histories, turn, user
+from tests.memory.chat.histories import assistant, histories, turn, user
 from xflow_runtime.memory.chat import (ChatMemoryError, WindowKind, WindowPolicy, is_valid_window,
                                        select_window)
 from xflow_runtime.memory.chat.window import DEFAULT_MAX_MESSAGES, DEFAULT_MAX_TOKENS, window_of

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.longterm.conftest import EMBEDDING_MODEL, options_for
+from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
 from xflow_runtime.memory.chat import ChatMemory, ChatScope
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, reciprocal_rank_fusion
 from xflow_runtime.memory.longterm import repository, search_sql

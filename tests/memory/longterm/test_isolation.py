@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.longterm.conftest import options_for
+from tests.memory.longterm.conftest import options_for
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope
 from xflow_runtime.testing import ScriptedModelServer
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.longterm.conftest import EMBEDDING_MODEL, TODAY, embedding_requests, options_for
+from tests.memory.longterm.conftest import EMBEDDING_MODEL, TODAY, embedding_requests, options_for
 from xflow_runtime.cli.main import main
 from xflow_runtime.memory.chat import ChatMemory, ChatScope
 from xflow_runtime.memory.longterm import (EmbeddingModes, FactExtractionSettings, LongTermMemory, MemoryScope)

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from tests.longterm.agent_loop import agent_turn
-from tests.longterm.conftest import EXTRACTION_MODEL, options_for
+from tests.memory.longterm.agent_loop import agent_turn
+from tests.memory.longterm.conftest import EXTRACTION_MODEL, options_for
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope
 from xflow_runtime.memory.longterm import jobs
 from xflow_runtime.memory.longterm.config import FactExtractionSettings
@@ -186,7 +186,7 @@ def test_extraction_settings_are_checked(extraction: object) -> None:
 
 async def test_a_finished_job_keeps_no_copy_of_the_conversation(
         memory: LongTermMemory, model_server: ScriptedModelServer) -> None:
-    from tests.longterm.residue import rows_containing
+    from tests.memory.longterm.residue import rows_containing
 
     script(model_server)
     await memory.after_turn(SCOPE, [{"role": "user", "content": f"quokka {i}"} for i in range(3)], EXTRACT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.memory.histories import assistant, tool, turn, user
+from tests.memory.chat.histories import assistant, tool, turn, user
 from xflow_runtime.memory.chat import ChatMemoryError, TokenCounter, validate_turn
 from xflow_runtime.memory.chat.tokens import APPROXIMATION_SCALE, NON_TEXT_PART_TOKENS
 

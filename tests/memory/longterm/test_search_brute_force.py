@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.longterm.conftest import EMBEDDING_MODEL, options_for
-from tests.longterm.test_search import _bulk
+from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
+from tests.memory.longterm.test_search import _bulk
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, reciprocal_rank_fusion, search_sql
 from xflow_runtime.memory.longterm.embedder import Embedded, normalise
 from xflow_runtime.storage.longterm_models import vector_literal
