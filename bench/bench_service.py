@@ -135,7 +135,9 @@ async def over_http(folder: Path, api_base: str, sessions: int,
     latencies: list[float] = []
     errors = 0
     try:
-        limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+        # idle connections are dropped before uvicorn's keep-alive timeout (5 s) closes them: a
+        # request on a connection the server is closing fails with ReadError (no retry for a POST)
+        limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions, keepalive_expiry=4.0)
         async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
             for _ in range(600):
                 try:

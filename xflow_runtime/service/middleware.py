@@ -93,6 +93,11 @@ class ServiceMiddleware:
         try:
             await asyncio.wait({task, started}, timeout=self.request_timeout,
                                return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the server stops: the handler stops with it, awaited
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise
         finally:
             started.cancel()
         if not task.done() and not started_response.is_set():
