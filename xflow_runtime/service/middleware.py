@@ -9,7 +9,6 @@ request metrics labelled by route *template*, and one structured access-log line
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -54,14 +53,18 @@ class ServiceMiddleware:
         started = time.perf_counter()
         status = 500
         response_started = False
-        started_response = asyncio.Event()
+        # Until the response starts: a stream that has started (SSE) is never cut.
+        deadline = asyncio.timeout(self.request_timeout)
+        timing = False  # while the handler runs under the deadline, before its response starts
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status, response_started
+            nonlocal status, response_started, timing
             if message["type"] == "http.response.start":
                 status = message["status"]
+                if timing:
+                    deadline.reschedule(None)
+                    timing = False
                 response_started = True
-                started_response.set()
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
@@ -70,7 +73,11 @@ class ServiceMiddleware:
         try:
             if declared is not None and declared > self.max_body_bytes:
                 raise _TooLarge
-            await self._within_time(self.app(scope, self._bounded(receive), send_wrapper), started_response)
+            timing = True
+            try:
+                await self._within_time(self.app(scope, self._bounded(receive), send_wrapper), deadline)
+            finally:
+                timing = False
         except _TooLarge:
             if not response_started:
                 problem = Problem("payload-too-large", f"the body exceeds {self.max_body_bytes} bytes")
@@ -84,42 +91,32 @@ class ServiceMiddleware:
             self.metrics.observe_request(scope["method"], route, status, elapsed)
             _log_access(scope, route, status, elapsed, request_id)
 
-    async def _within_time(self, handling: Awaitable[None], started_response: asyncio.Event) -> None:
-        """Run the handler until it ends, or until its response has started; cancel it (and answer
-        504) if neither happens within the request timeout. Every wait a handler does on purpose
-        (``Prefer: wait``, a chat reply) is bounded below this, so only a stall reaches it."""
-        task = asyncio.ensure_future(handling)
-        started = asyncio.ensure_future(started_response.wait())
+    async def _within_time(self, handling: Awaitable[None], deadline: asyncio.Timeout) -> None:
+        """Run the handler in this task, cancelled (and answered 504) if its response has not
+        started when ``deadline`` passes. Every wait a handler does on purpose (``Prefer: wait``, a
+        chat reply) is bounded below this, so only a stall reaches it."""
         try:
-            await asyncio.wait({task, started}, timeout=self.request_timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the server stops: the handler stops with it, awaited
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            raise
-        finally:
-            started.cancel()
-        if not task.done() and not started_response.is_set():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, _TooLarge, _TooSlow):
-                await task
+            async with deadline:
+                await handling
+        except TimeoutError:
+            if not deadline.expired():  # the handler's own timeout, not ours
+                raise
             raise _TooSlow(Problem("request-timeout", f"no response within {self.request_timeout:g} s; "
                                    "a retried start with the same Idempotency-Key never starts a second instance"))
-        await task
 
     def _bounded(self, receive: Receive) -> Receive:
         received = 0
         body_done = False
-        deadline = time.monotonic() + self.body_timeout
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
 
         async def bounded() -> Message:
             nonlocal received, body_done
             if body_done:  # later receives wait for a disconnect (SSE): not bounded here
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.0))
-            except asyncio.TimeoutError:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
                 raise _TooSlow(Problem("request-body-timeout",
                                        f"the body did not arrive within {self.body_timeout:g} s")) from None
             if message["type"] == "http.request":
