@@ -2,10 +2,12 @@
 (specs/a2a.md §3). Pure and small on purpose: this is the whole of what lets a caller that is
 not an xflow principal (the remote agent) reach a waiting instance.
 
-- Each push-mode call gets a URL ``<base>/a2a/callbacks/<instance>/<call>`` and a token
-  ``HMAC-SHA256(secret, "<instance>\\n<call>")`` (base64url). The token authenticates that one
-  call (one remote task): a token for another call or instance is refused, and no token is
-  stored anywhere (it is derived again when a callback comes in, also after a restart).
+- Each push-mode call gets a URL ``<base>/a2a/callbacks/<instance>/<call>`` and a token of the
+  project's one signed-callback format (:mod:`xflow_runtime.callback_tokens`, purpose
+  ``a2a-push``, the instance and the call as its claims, no expiry: a late callback is refused by
+  the wait's state, 410). The token authenticates that one call (one remote task): a token for
+  another call or instance is refused, and no token is stored anywhere (it verifies by its MAC,
+  also after a restart).
 - The agent sends it back as ``X-A2A-Notification-Token`` (the SDK's sender) or as
   ``Authorization: Bearer <token>`` (our push config names both); compared in constant time.
 - The body must be one A2A ``StreamResponse`` (exactly one of ``task``, ``message``,
@@ -17,15 +19,16 @@ not an xflow principal (the remote agent) reach a waiting instance.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-#: The secret must carry at least this many bytes (like the service's HS256 JWT secret).
-MIN_SECRET_BYTES = 32
+from xflow_runtime.callback_tokens import MIN_SECRET_BYTES, CallbackSigner, InvalidCallbackToken
+
+PURPOSE = "a2a-push"
+#: Tokens carry an expiry; push tokens do not need one (the wait decides what is late).
+_NEVER = 2**62
 _KINDS = ("task", "message", "statusUpdate", "artifactUpdate")
 
 
@@ -55,8 +58,7 @@ def secret_bytes(secret: str | bytes) -> bytes:
 
 
 def call_token(secret: bytes, instance_id: str, call_id: str) -> str:
-    digest = hmac.new(secret, f"{instance_id}\n{call_id}".encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    return CallbackSigner(secret).sign(PURPOSE, instance_id, call_id, _NEVER)
 
 
 def presented_token(headers: Mapping[str, str]) -> str | None:
@@ -71,8 +73,11 @@ def presented_token(headers: Mapping[str, str]) -> str | None:
 def verify(secret: bytes, instance_id: str, call_id: str, headers: Mapping[str, str], body: bytes) -> Callback:
     """The callback, or :class:`CallbackRefused`. Checks the token before reading the body."""
     token = presented_token(headers)
-    expected = call_token(secret, instance_id, call_id)
-    if token is None or not hmac.compare_digest(token.encode(), expected.encode()):
+    try:
+        claims = CallbackSigner(secret).verify(token or "", PURPOSE)
+    except InvalidCallbackToken:
+        claims = None
+    if claims is None or (claims.instance_id, claims.request_id) != (instance_id, call_id):
         raise CallbackRefused(401, "the callback token is not the one issued for this call")
     try:
         parsed = json.loads(body)
