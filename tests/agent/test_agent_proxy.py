@@ -6,50 +6,28 @@ in chat memory, so the next call sees it (specs/states-human.md §7)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
+from tests.support.json_server import JsonServer
 from xflow_runtime import HttpSettings, Runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class AgentServer:
+class AgentServer(JsonServer):
     """Answers POST /api/execute with ``{returnValues: {response, escalate}, log}``; records requests."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "body": body})
-                question = body["agentContext"]["userMessage"]
-                answer = {"returnValues": {"response": f"About '{question}': paid.", "escalate": "lawyer" in question},
-                          "log": "looked it up"}
-                payload = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    @staticmethod
+    def _answer(method: str, path: str, body: Any) -> tuple[int, Any]:
+        question = body["agentContext"]["userMessage"]
+        return 200, {"returnValues": {"response": f"About '{question}': paid.", "escalate": "lawyer" in question},
+                     "log": "looked it up"}
 
 
 @pytest.fixture

@@ -6,17 +6,16 @@ between recording the answer and waking the instance loses nothing (specs/states
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
 from tests.human_states.support import ROOT, ServiceProcess, eventually, token
+from tests.support.json_server import JsonServer
 from tests.service.support import assert_problem
 
 pytestmark = pytest.mark.slow
@@ -27,41 +26,21 @@ BO = token("bo")
 ADMIN = token("ops", role="service")
 
 
-class AgentServer:
+class AgentServer(JsonServer):
     """``POST /api/execute``: a question starting with ``sync`` is answered at once; ``async``
     is acknowledged and answered by a callback a moment later; anything else is acknowledged and
     left for the test to answer. Every request is kept."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append(body)
-                question = body["agentContext"]["userMessage"]
-                if question.startswith("sync"):
-                    self._send(200, {"returnValues": {"response": f"sync answer to {question}"}, "log": "sync"})
-                    return
-                self._send(202, {"requestId": body["requestId"]})
-                if question.startswith("async"):
-                    threading.Thread(target=outer._call_back, args=(body,), daemon=True).start()
-
-            def _send(self, status: int, answer: Any) -> None:
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        question = body["agentContext"]["userMessage"]
+        if question.startswith("sync"):
+            return 200, {"returnValues": {"response": f"sync answer to {question}"}, "log": "sync"}
+        if question.startswith("async"):
+            threading.Thread(target=self._call_back, args=(body,), daemon=True).start()
+        return 202, {"requestId": body["requestId"]}
 
     def _call_back(self, body: dict[str, Any]) -> None:
         time.sleep(0.3)
@@ -70,11 +49,8 @@ class AgentServer:
                    timeout=30)
 
     def request_for(self, question: str) -> dict[str, Any]:
-        return eventually(lambda: next((r for r in self.requests if r["agentContext"]["userMessage"] == question), None))
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return eventually(lambda: next((r["body"] for r in self.requests
+                                        if r["body"]["agentContext"]["userMessage"] == question), None))
 
 
 @pytest.fixture(scope="module")

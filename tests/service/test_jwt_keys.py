@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 
+from tests.support.json_server import JsonServer  # noqa: E402
 from xflow_runtime.errors import XFlowError  # noqa: E402
 from xflow_runtime.service.auth import Authenticator, JwtSettings  # noqa: E402
 from xflow_runtime.service.principal import Principal  # noqa: E402
@@ -83,40 +84,20 @@ def test_key_configuration_errors_are_clear(tmp_path: Path) -> None:
         JwtSettings(jwks_file=str(tmp_path / "empty.json"))
 
 
-class KeySetServer:
+class KeySetServer(JsonServer):
     """An identity provider's JWKS endpoint on 127.0.0.1 that counts its fetches."""
 
     def __init__(self) -> None:
-        import http.server
-        import threading
-
         self.keys: list[dict] = []
-        self.fetches = 0
-        owner = self
+        super().__init__(lambda method, path, body: (200, {"keys": self.keys}))
+        self.url += "/.well-known/jwks.json"
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                owner.fetches += 1
-                body = json.dumps({"keys": owner.keys}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    @property
+    def fetches(self) -> int:
+        return len(self.requests)
 
     def publish(self, key: rsa.RSAPrivateKey, kid: str) -> None:
         self.keys.append({**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())), "kid": kid, "use": "sig"})
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_rs256_with_a_jwks_url_caches_the_key_set_and_picks_up_a_rotated_key() -> None:
