@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -21,16 +22,27 @@ WORKFLOW = {
 ATTEMPTS = 2
 
 
-@pytest.mark.slow
-def test_a_step_that_kills_its_process_is_parked_after_the_configured_recoveries(tmp_path: Path) -> None:
-    workflow = tmp_path / "poison.json"
-    workflow.write_text(json.dumps(WORKFLOW))
-    url = f"sqlite:///{tmp_path / 'poison.sqlite'}"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XFLOW_MAX_RECOVERY_ATTEMPTS": str(ATTEMPTS)}
+def environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "XFLOW_MAX_RECOVERY_ATTEMPTS": str(ATTEMPTS)}
+
+
+def runner(script: str, definition: dict, tmp_path: Path) -> tuple[Callable[[str], subprocess.CompletedProcess[str]], str]:
+    """``(process, store URL)``: ``process(mode)`` runs one process of ``tests/limits/<script>`` on
+    the test's store, with the recovery limit at :data:`ATTEMPTS`."""
+    workflow = tmp_path / f"{definition['id']}.json"
+    workflow.write_text(json.dumps(definition))
+    url = f"sqlite:///{tmp_path / (definition['id'] + '.sqlite')}"
 
     def process(mode: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(REPO / "tests" / "limits" / "poison_runner.py"), mode, url,
-                               str(workflow)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run([sys.executable, str(REPO / "tests" / "limits" / script), mode, url, str(workflow)],
+                              cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120)
+
+    return process, url
+
+
+@pytest.mark.slow
+def test_a_step_that_kills_its_process_is_parked_after_the_configured_recoveries(tmp_path: Path) -> None:
+    process, url = runner("poison_runner.py", WORKFLOW, tmp_path)
 
     assert process("start").returncode == 3  # the step called os._exit(3)
     for _ in range(ATTEMPTS):  # each restart recovers the instance, which kills the process again
@@ -39,7 +51,7 @@ def test_a_step_that_kills_its_process_is_parked_after_the_configured_recoveries
     assert parking.returncode == 0, parking.stderr
     assert json.loads(parking.stdout) == {"status": "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
-    shown = subprocess.run([*XFLOW, "show", "poison", "--db", url], cwd=tmp_path, env=env, capture_output=True,
+    shown = subprocess.run([*XFLOW, "show", "poison", "--db", url], cwd=tmp_path, env=environment(), capture_output=True,
                            text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     described = json.loads(shown.stdout)
@@ -63,14 +75,7 @@ WAITING = {
 def test_a_waiting_instance_killed_more_often_than_the_limit_is_not_parked(tmp_path: Path) -> None:
     # Each process recovers the instance, replays it up to its live wait and is killed there: a
     # crash count that also counted these dispatches would park it at the third.
-    workflow = tmp_path / "waiter.json"
-    workflow.write_text(json.dumps(WAITING))
-    url = f"sqlite:///{tmp_path / 'waiter.sqlite'}"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XFLOW_MAX_RECOVERY_ATTEMPTS": str(ATTEMPTS)}
-
-    def process(mode: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(REPO / "tests" / "limits" / "waiting_runner.py"), mode, url,
-                               str(workflow)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    process, _ = runner("waiting_runner.py", WAITING, tmp_path)
 
     for mode in ["start"] + ["recover"] * (ATTEMPTS + 2):
         killed = process(mode)
