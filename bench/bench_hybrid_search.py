@@ -93,7 +93,7 @@ def load(engine, dim: int, rng: random.Random, sizes: tuple[tuple[int, int], ...
         raw.close()
     started = time.perf_counter()
     with write_transaction(engine) as connection:
-        connection.exec_driver_sql("SET LOCAL maintenance_work_mem = '512MB'")
+        connection.exec_driver_sql("SET LOCAL maintenance_work_mem = '2GB'")
         search_sql.ensure_vector_index(connection, MODEL, dim)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("VACUUM ANALYZE xflow_memories")  # steady state (what autovacuum leaves)

@@ -104,6 +104,7 @@ def test_every_command_prints_json_with_the_json_flag(cli, workdir: Path, script
     assert run("memory", "erase-user", "ann")["user"] == "ann"
     assert run("memory", "reindex", "--embedding-model", "openai/text-embedding-3-small",
                "--api-base", scripted_model.api_base)["memories"] == 0
+    assert run("memory", "index-scopes")["built"] == []  # SQLite: no scope indexes (exact search)
     key = run("keys", "create", "--tenant", "acme", "--name", "ops")
     assert [row["id"] for row in run("keys", "list", "--tenant", "acme", lines=True)] == [key["id"]]
     assert run("keys", "revoke", key["id"]) == {"revoked": key["id"]}

@@ -37,6 +37,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory erase-user": ("xflow memory erase-user ann --tenant acme --json",),
     "memory export-user": ("xflow memory export-user ann --tenant acme -o ann.json",),
     "memory reindex": ("xflow memory reindex --embedding-model openai/text-embedding-3-small --json",),
+    "memory index-scopes": ("xflow memory index-scopes --db postgresql://… --json",
+                            "xflow memory index-scopes --dry-run"),
     "serve": ("xflow serve --workflows workflows/ --auth keys --port 8080",
               "xflow serve --workflows workflows/ --db postgresql://xflow@db/xflow --workers 4",
               "xflow serve --workflows workflows/ --auth none      # loopback only",

@@ -100,6 +100,9 @@ class LongTermOptions:
     #: a scope with at most this many vectors is searched exactly (scope first); above it, the
     #: per-model HNSW index with pgvector's iterative scan (verified complete, else exact)
     exact_search_threshold: int = 5000
+    #: a scope with more vectors than this gets its own HNSW index from ``xflow memory
+    #: index-scopes`` (PostgreSQL; ``scope_index``); until it is built, the path above
+    scope_index_threshold: int = 5000
     candidates_per_source: int = 20
     rrf_k: int = 60
     extraction_max_attempts: int = 5

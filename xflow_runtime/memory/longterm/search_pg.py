@@ -12,6 +12,7 @@ one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, event
 
-from xflow_runtime.memory.longterm import search_sql
+from xflow_runtime.memory.longterm import scope_index, search_sql
 from xflow_runtime.memory.longterm.records import Memory
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import vector_literal
@@ -27,6 +28,11 @@ from xflow_runtime.storage.longterm_models import vector_literal
 _SCOPE = ("m.tenant_id = %(tenant)s AND m.agent_id = %(agent)s AND m.user_id = %(user)s "
           "AND m.kind = ANY(%(kinds)s)")
 _TSV = "m.search_vector"  # stored generated column (migration 0002)
+# The words plus one lexeme naming the scope, as GIN-indexed by migration 0009 (the expression must
+# read exactly as the index's): the keyword list is the GIN intersection of the scope's lexeme with
+# the words' (fast scan skips through the scope's long posting list), never a bitmap of the scope.
+_SCOPED_TSV = ("(m.search_vector || array_to_tsvector(ARRAY[md5(m.tenant_id || chr(31) || m.agent_id "
+               "|| chr(31) || m.user_id)]))")
 
 # The model and dimension of the HNSW branch are literals ({model}, {dim}, filled per model) so the
 # planner matches the model's partial HNSW index; the branch not taken is a one-time filter.
@@ -50,11 +56,21 @@ nearest AS (
 semantic AS (
   SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM nearest)"""
 
+# A scope with its own valid HNSW index (``scope_index``): the scope and model are literals, the
+# same as the index's predicate, so the planner takes it; no count (a short answer → exact search).
+_INDEXED = """
+approximate AS (
+  SELECT m.id, (m.embedding::vector({dim})) <=> %(q)s::vector({dim}) AS distance FROM xflow_memories m
+  WHERE {predicate} AND m.kind = ANY(%(kinds)s)
+  ORDER BY distance LIMIT %(k)s),
+semantic AS (
+  SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM approximate)"""
+
 _KEYWORD = f"""
 keyword AS (
   SELECT id, 'keyword' AS list, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
     SELECT m.id, ts_rank_cd({_TSV}, to_tsquery('simple', %(words)s)) AS score FROM xflow_memories m
-    WHERE {_SCOPE} AND {_TSV} @@ to_tsquery('simple', %(words)s)
+    WHERE {_SCOPE} AND {_SCOPED_TSV} @@ (to_tsquery('simple', %(words)s) && %(scope_token)s::tsquery)
     ORDER BY score DESC, m.id LIMIT %(k)s) ranked)"""
 
 _SELECT = """
@@ -68,15 +84,25 @@ class Candidates:
     rows: dict[str, Memory]
 
 
-def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int | None = None) -> str:
+def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int | None = None,
+               indexed: str | None = None) -> str:
+    """``indexed``: the predicate of the scope's own index (then no count: the scope is large)."""
     parts = [_KEYWORD] if keyword else []
-    if semantic:
+    if semantic and indexed is not None:
+        parts.insert(0, _INDEXED.format(predicate=indexed.replace("%", "%%"), dim=int(dim or 0)))  # (pyformat)
+    elif semantic:
         parts.insert(0, _SEMANTIC.format(model=search_sql._sql_literal(model or ""), dim=int(dim or 0)))
     selects = [f"SELECT id, list, rank FROM {name}"
                for name, on in (("semantic", semantic), ("keyword", keyword)) if on]
-    if semantic:  # one extra row carries the bounded count of the scope's vectors
+    if semantic and indexed is None:  # one extra row carries the bounded count of the scope's vectors
         selects.append("SELECT NULL, 'count', n FROM counted")
     return "WITH " + ",".join(parts) + _SELECT.format(lists=" UNION ALL ".join(selects))
+
+
+def scope_token(scope: MemoryScope) -> str:
+    """The scope's lexeme in the keyword index (migration 0009): md5 of tenant, agent, user."""
+    return hashlib.md5(f"{scope.tenant}\x1f{scope.agent}\x1f{scope.user_id}".encode(),
+                       usedforsecurity=False).hexdigest()
 
 
 _STATEMENTS: dict[tuple[bool, bool, str | None, int | None], str] = {}
@@ -120,9 +146,17 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
                       q=vector_literal(vector))
     if keyword:
         params["words"] = " | ".join(f"'{word}'" for word in words)
+        params["scope_token"] = scope_token(scope)
     ranked: dict[str, list[tuple[int, str]]] = {}
     in_scope = 0
-    statement = _statement_for(semantic, keyword, model, len(vector) if semantic else None)  # type: ignore[arg-type]
+    indexed = False
+    if semantic and vector is not None and model is not None and scope_index.index_name(
+            scope.tenant, scope.agent, scope.user_id, model, len(vector)) in scope_index.valid_indexes(connection):
+        indexed = True
+        statement = _statement(semantic, keyword, model, len(vector), indexed=scope_index.scope_predicate(
+            scope.tenant, scope.agent, scope.user_id, model, len(vector), alias="m"))
+    else:
+        statement = _statement_for(semantic, keyword, model, len(vector) if semantic else None)  # type: ignore[arg-type]
     for row in connection.exec_driver_sql(statement, params):
         if row.list == "count":
             in_scope = row.rank
@@ -134,7 +168,10 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
         lists[name] = [memory_id for _, memory_id in sorted(entries)]
     if semantic:
         lists.setdefault("semantic", [])
-    if semantic and in_scope > exact_threshold and len(lists["semantic"]) < k:  # HNSW came back short
+    if semantic and indexed and len(lists["semantic"]) < k:  # the scope's index came back short
+        lists["semantic"] = [memory_id for memory_id, _ in search_sql.semantic_exact(
+            connection, scope, kinds, model, vector, k)]  # type: ignore[arg-type]
+    elif semantic and in_scope > exact_threshold and len(lists["semantic"]) < k:  # HNSW came back short
         lists["semantic"] = [memory_id for memory_id, _ in search_sql.semantic_large_scope(
             connection, scope, kinds, model, vector, k)]  # type: ignore[arg-type]
     if not keyword:

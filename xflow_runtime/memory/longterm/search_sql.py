@@ -109,6 +109,14 @@ def semantic_large_scope(connection: Connection, scope: MemoryScope, kinds: Sequ
     return _exact_postgres(connection, where, params)
 
 
+def semantic_exact(connection: Connection, scope: MemoryScope, kinds: Sequence[str], model: str,
+                   vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    """Exact search of the scope, whatever its size (PostgreSQL; a fallback)."""
+    where = f"{_SCOPE} AND {_kinds_sql(kinds)} AND m.embedding_model = :model AND m.embedding_dim = :dim"
+    return _exact_postgres(connection, where, _params(scope, model=model, dim=len(vector),
+                                                      q=vector_literal(vector), k=k))
+
+
 def _approximate_postgres(connection: Connection, scope: MemoryScope, kinds: Sequence[str], model: str,
                           dim: int, params: dict[str, Any]) -> list[tuple[str, float]]:
     # The model and dimension are literals so the planner can match the per-model partial index.

@@ -1,0 +1,173 @@
+"""Per-scope HNSW indexes of large scopes (PostgreSQL): which scopes have one, building and
+dropping them.
+
+A scope (tenant, agent, user, embedding model, dimension) with more than
+``LongTermOptions.scope_index_threshold`` vectors gets its own partial HNSW index, so its
+nearest-neighbour scan walks a graph of its own rows only (a global index filtered by scope walks
+past other users' rows: ~10,500 buffers at a 20,000-row scope). See ``specs/performance.md`` §3.
+
+* **The catalogue is the registry.** An index is named from hashes of the scope (never its text):
+  ``ix_xflow_mem_scope_<sha256(tenant, user)[:16]>_<sha256(agent, model, dim)[:12]>``, so the
+  search computes the name it would have, erasure finds every index of a user by prefix, and
+  validity is PostgreSQL's own ``pg_index.indisvalid`` — a second table could only disagree with
+  it (an interrupted ``CREATE INDEX CONCURRENTLY`` leaves an invalid index and no row).
+* **Built off the request path** by :func:`maintain` (``xflow memory index-scopes``), with
+  ``CREATE INDEX CONCURRENTLY``: writes go on while it builds, and the search keeps the
+  exact/global path until the index is valid.
+* **The search reads the catalogue at most every** ``REFRESH_S`` **seconds per process**
+  (:func:`valid_indexes`). A stale answer only costs speed: the statement for an indexed scope is
+  complete whatever index the planner takes (a short HNSW answer falls back to exact search).
+* **Erasure drops the user's indexes** in its transaction (:func:`drop_for_user`): the index
+  predicate holds the user id in the catalogue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+PREFIX = "ix_xflow_mem_scope_"
+#: how long a process trusts its list of valid scope indexes (seconds)
+REFRESH_S = 10.0
+#: a scope's index is dropped only below this share of the threshold (no build/drop flapping)
+DROP_BELOW = 0.5
+
+_VALID = text(
+    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE i.indrelid = 'xflow_memories'::regclass AND i.indisvalid AND i.indisready "
+    "AND c.relname LIKE :prefix")
+_ALL = text(
+    "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE i.indrelid = 'xflow_memories'::regclass AND c.relname LIKE :prefix")
+
+
+def _like(prefix: str) -> str:
+    return prefix.replace("_", r"\_") + "%"
+
+
+def user_prefix(tenant: str, user: str) -> str:
+    return PREFIX + hashlib.sha256(f"{tenant}\x00{user}".encode()).hexdigest()[:16] + "_"
+
+
+def index_name(tenant: str, agent: str, user: str, model: str, dim: int) -> str:
+    """The scope's index name: hashes only (no user text in an identifier), 48 characters."""
+    rest = hashlib.sha256(f"{agent}\x00{model}\x00{int(dim)}".encode()).hexdigest()[:12]
+    return user_prefix(tenant, user) + rest
+
+
+def sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def scope_predicate(tenant: str, agent: str, user: str, model: str, dim: int, alias: str = "") -> str:
+    """The partial index's predicate (and the search's, written the same way so the planner can
+    prove the one from the other): literals, quoted."""
+    a = f"{alias}." if alias else ""
+    return (f"{a}tenant_id = {sql_literal(tenant)} AND {a}agent_id = {sql_literal(agent)} "
+            f"AND {a}user_id = {sql_literal(user)} AND {a}embedding_model = {sql_literal(model)} "
+            f"AND {a}embedding_dim = {int(dim)}")
+
+
+@dataclass
+class _Cache:
+    until: float = 0.0
+    names: frozenset[str] = field(default_factory=frozenset)
+
+
+_caches: dict[str, _Cache] = {}
+
+
+def valid_indexes(connection: Connection) -> frozenset[str]:
+    """Names of the valid scope indexes, from the catalogue, read at most every ``REFRESH_S``
+    seconds per database (one small catalogue query; most searches read none)."""
+    cache = _caches.setdefault(str(connection.engine.url), _Cache())
+    now = time.monotonic()
+    if now >= cache.until:
+        cache.names = frozenset(connection.execute(_VALID, {"prefix": _like(PREFIX)}).scalars())
+        cache.until = now + REFRESH_S
+    return cache.names
+
+
+def forget(engine: Engine) -> None:
+    """Drop this process's cached list (after this process built or dropped an index)."""
+    _caches.pop(str(engine.url), None)
+
+
+def drop_for_user(connection: Connection, tenant: str, user: str) -> int:
+    """Drop every scope index of ``user`` in ``tenant`` (every agent and model), in the caller's
+    transaction (erasure): returns how many. ``DROP INDEX`` locks the table for the moment of
+    the drop and waits for a build of the same index in progress to end."""
+    names = connection.execute(_ALL, {"prefix": _like(user_prefix(tenant, user))}).scalars().all()
+    for name in names:
+        connection.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
+    if names:
+        forget(connection.engine)
+    return len(names)
+
+
+@dataclass
+class Maintenance:
+    built: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    planned: list[str] = field(default_factory=list)  # dry run: what would be built
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"built": self.built, "dropped": self.dropped, "kept": self.kept, "planned": self.planned}
+
+
+_LARGE_SCOPES = text(
+    "SELECT tenant_id, agent_id, user_id, embedding_model, embedding_dim, count(*) AS n FROM xflow_memories "
+    "WHERE embedding_model IS NOT NULL AND embedding_dim IS NOT NULL "
+    "GROUP BY tenant_id, agent_id, user_id, embedding_model, embedding_dim HAVING count(*) > :floor")
+
+
+def maintain(engine: Engine, threshold: int, *, dry_run: bool = False,
+             maintenance_work_mem: str | None = None) -> Maintenance:
+    """Build the missing index of every scope above ``threshold`` vectors (``CREATE INDEX
+    CONCURRENTLY``, one at a time), rebuild invalid ones (an interrupted build), drop indexes of
+    scopes that fell below ``DROP_BELOW × threshold`` or no longer exist. PostgreSQL only; safe to
+    run while the runtime serves (and from several processes: a build in progress makes the other's
+    ``IF NOT EXISTS`` wait and find it)."""
+    done = Maintenance()
+    if engine.dialect.name != "postgresql":
+        return done
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        if maintenance_work_mem:
+            connection.execute(text("SELECT set_config('maintenance_work_mem', :m, false)"),
+                               {"m": maintenance_work_mem})
+        scopes = connection.execute(_LARGE_SCOPES, {"floor": int(threshold * DROP_BELOW)}).all()
+        existing = {row.relname: row.indisvalid for row in connection.execute(_ALL, {"prefix": _like(PREFIX)})}
+        wanted: dict[str, Any] = {}
+        keep: set[str] = set()
+        for row in scopes:
+            name = index_name(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, row.embedding_dim)
+            keep.add(name)  # between DROP_BELOW × threshold and threshold: kept if built, not built
+            if row.n > threshold:
+                wanted[name] = row
+        for name, valid in sorted(existing.items()):
+            if name in keep and valid:
+                done.kept.append(name)
+                continue
+            done.dropped.append(name)
+            if not dry_run:
+                connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+        for name, row in sorted(wanted.items()):
+            if existing.get(name):
+                continue
+            if dry_run:
+                done.planned.append(name)
+                continue
+            dim = int(row.embedding_dim)
+            predicate = scope_predicate(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim)
+            connection.exec_driver_sql(
+                f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING hnsw '
+                f"((embedding::vector({dim})) vector_cosine_ops) WHERE {predicate}".replace("%", "%%"))
+            done.built.append(name)
+    if done.built or done.dropped:
+        forget(engine)
+    return done
