@@ -105,7 +105,7 @@ def _instance_ids(url: str, tenant: str, user: str) -> list[str]:
 
 
 def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str]) -> tuple[StoreErasure, int | None]:
-    from xflow_runtime.memory.longterm import privacy
+    from xflow_runtime.memory.longterm import privacy, scope_index
     from xflow_runtime.storage.database import open_existing_database, write_transaction
 
     engine = open_existing_database(url)
@@ -115,6 +115,7 @@ def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str]) -> 
     try:
         with write_transaction(engine) as connection:
             counts, epoch = privacy.erase(connection, tenant, user, instance_ids)
+        scope_index.drop_for_user(engine, tenant, user)  # PostgreSQL: the user's own HNSW indexes
         if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
             with engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

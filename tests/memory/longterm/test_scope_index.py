@@ -15,6 +15,7 @@ from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
 from tests.memory.longterm.test_search import _bulk
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, scope_index, search_pg
 from xflow_runtime.memory.longterm.embedder import normalise
+from xflow_runtime.privacy import erase_user
 from xflow_runtime.storage.database import write_transaction
 from xflow_runtime.storage.longterm_models import vector_literal
 from xflow_runtime.testing import ScriptedModelServer
@@ -109,14 +110,16 @@ async def test_erasure_drops_the_users_scope_indexes_and_leaves_no_user_text_in_
     async with LongTermMemory.open(fresh_postgres_url, options_for(model_server)) as memory:
         for agent in ("support", "sales"):
             _bulk(memory, MemoryScope("acme", agent, BIG), _texts(60, f"big {agent}"))
+        _bulk(memory, MemoryScope("acme", "support", "carol"), _texts(60, "carol"))
         _bulk(memory, MemoryScope("acme", "support", "keeper"), _texts(60, "keeper"))
-        assert len(scope_index.maintain(memory.engine, 50).built) == 3
+        assert len(scope_index.maintain(memory.engine, 50).built) == 4
         with memory.engine.connect() as connection:
             assert sum("o''neil" in p for p in _predicates(connection)) == 2
-        await memory.erase_user("acme", BIG)
+        await memory.erase_user("acme", BIG)  # this store only
+        await erase_user("carol", tenant="acme", database_url=fresh_postgres_url)  # every store (GDPR)
         with memory.engine.connect() as connection:
             predicates = _predicates(connection)
-            assert not [p for p in predicates if "neil" in p], predicates
+            assert not [p for p in predicates if "neil" in p or "carol" in p], predicates
             assert scope_index.valid_indexes(connection) == {
                 scope_index.index_name("acme", "support", "keeper", EMBEDDING_MODEL, 64)}
 

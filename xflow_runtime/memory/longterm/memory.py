@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from xflow_runtime.memory.longterm import jobs, privacy, repository, search_pg, search_sql
+from xflow_runtime.memory.longterm import jobs, privacy, repository, scope_index, search_pg, search_sql
 from xflow_runtime.memory.longterm.block import render_memory_block
 from xflow_runtime.memory.longterm.config import (DEFAULT_INJECT_RECENT, DEFAULT_SEARCH_LIMIT,
                                                   MAX_SEARCH_LIMIT, FactExtractionSettings, LongTermOptions)
@@ -364,6 +364,8 @@ class LongTermMemory:
         :func:`xflow_runtime.erase_user`."""
         _check_user(tenant, user)
         counts, epoch = await asyncio.to_thread(self._write, lambda c: privacy.erase(c, tenant, user))
+        # the user's own HNSW indexes (their predicate names the user), once the rows are gone
+        await asyncio.to_thread(scope_index.drop_for_user, self.engine, tenant, user)
         _log.info("erased a user in tenant %r: %s", tenant, counts)
         return ErasureReceipt(tenant, user, counts, epoch)
 

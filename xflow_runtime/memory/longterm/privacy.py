@@ -15,7 +15,6 @@ from typing import Any, Sequence
 from sqlalchemy import Connection, Table, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from xflow_runtime.memory.longterm import scope_index
 from xflow_runtime.memory.longterm.scope import subject_key
 from xflow_runtime.privacy.subject import SubjectErased
 from xflow_runtime.storage.longterm_models import MemorySubjectRow
@@ -106,8 +105,6 @@ def erase(connection: Connection, tenant: str, user: str,
         statements.insert(3, _SWEEP_SQLITE)
     for name, statement in statements:
         counts[name] = connection.execute(text(statement), params).rowcount or 0
-    if not sqlite_db:  # a large scope's own HNSW index names the user in its predicate: dropped too
-        scope_index.drop_for_user(connection, tenant, user)
     counts.pop("chat_messages_index", None)  # only residue would be counted; it is not user-facing
     tables = (("user_tasks", _ERASE_TASKS), ("agent_proxy_requests", _ERASE_PROXY_REQUESTS),
               ("a2a_push_configs", _ERASE_PUSH))

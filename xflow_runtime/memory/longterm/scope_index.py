@@ -17,8 +17,8 @@ past other users' rows: ~10,500 buffers at a 20,000-row scope). See ``specs/perf
 * **The search reads the catalogue at most every** ``REFRESH_S`` **seconds per process**
   (:func:`valid_indexes`). A stale answer only costs speed: the statement for an indexed scope is
   complete whatever index the planner takes (a short HNSW answer falls back to exact search).
-* **Erasure drops the user's indexes** in its transaction (:func:`drop_for_user`): the index
-  predicate holds the user id in the catalogue.
+* **Erasure drops the user's indexes** right after its transaction commits (:func:`drop_for_user`,
+  ``CONCURRENTLY``): the index predicate holds the user id in the catalogue.
 """
 
 from __future__ import annotations
@@ -97,15 +97,20 @@ def forget(engine: Engine) -> None:
     _caches.pop(str(engine.url), None)
 
 
-def drop_for_user(connection: Connection, tenant: str, user: str) -> int:
-    """Drop every scope index of ``user`` in ``tenant`` (every agent and model), in the caller's
-    transaction (erasure): returns how many. ``DROP INDEX`` locks the table for the moment of
-    the drop and waits for a build of the same index in progress to end."""
-    names = connection.execute(_ALL, {"prefix": _like(user_prefix(tenant, user))}).scalars().all()
-    for name in names:
-        connection.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
+def drop_for_user(engine: Engine, tenant: str, user: str) -> int:
+    """Drop every scope index of ``user`` in ``tenant`` (every agent and model) with ``DROP INDEX
+    CONCURRENTLY``, after the erasure's transaction committed: returns how many. Not inside that
+    transaction: a plain ``DROP INDEX`` there would lock the whole table until commit and could
+    deadlock with a fact writer holding the table and waiting for the user's subject row. If this
+    fails, the rows are gone and the next :func:`maintain` drops the index (its scope is empty)."""
+    if engine.dialect.name != "postgresql":
+        return 0
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        names = connection.execute(_ALL, {"prefix": _like(user_prefix(tenant, user))}).scalars().all()
+        for name in names:
+            connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
     if names:
-        forget(connection.engine)
+        forget(engine)
     return len(names)
 
 
