@@ -93,8 +93,13 @@ async def test_an_interrupted_build_is_rebuilt_and_a_shrunk_scope_loses_its_inde
                                        f"WHERE indexrelid = '\"{name}\"'::regclass")
             connection.commit()
             assert name not in scope_index.valid_indexes(connection)
-        done = scope_index.maintain(memory.engine, 100)
-        assert done.dropped == [name] and done.built == [name]
+        with memory.engine.connect() as other:  # another run in progress: this one does nothing
+            other.exec_driver_sql(f"SELECT pg_advisory_lock({scope_index._LOCK})")
+            assert scope_index.maintain(memory.engine, 100).as_dict() == {
+                "built": [], "dropped": [], "kept": [], "planned": [], "busy": True}
+            other.exec_driver_sql(f"SELECT pg_advisory_unlock({scope_index._LOCK})")
+        done = scope_index.maintain(memory.engine, 100, maintenance_work_mem="64MB")
+        assert done.dropped == [name] and done.built == [name] and not done.busy
         with write_transaction(memory.engine) as connection:
             connection.exec_driver_sql("DELETE FROM xflow_memories WHERE id IN (SELECT id FROM xflow_memories "
                                        "ORDER BY id LIMIT 40)")

@@ -35,6 +35,7 @@ PREFIX = "ix_xflow_mem_scope_"
 REFRESH_S = 10.0
 #: a scope's index is dropped only below this share of the threshold (no build/drop flapping)
 DROP_BELOW = 0.5
+_LOCK = 7865436020  # advisory lock of a maintenance run (ensure_vector_index uses …019)
 
 _VALID = text(
     "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -120,9 +121,11 @@ class Maintenance:
     dropped: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     planned: list[str] = field(default_factory=list)  # dry run: what would be built
+    busy: bool = False  # another maintenance run holds the lock: nothing done
 
     def as_dict(self) -> dict[str, Any]:
-        return {"built": self.built, "dropped": self.dropped, "kept": self.kept, "planned": self.planned}
+        return {"built": self.built, "dropped": self.dropped, "kept": self.kept, "planned": self.planned,
+                "busy": self.busy}
 
 
 _LARGE_SCOPES = text(
@@ -136,43 +139,57 @@ def maintain(engine: Engine, threshold: int, *, dry_run: bool = False,
     """Build the missing index of every scope above ``threshold`` vectors (``CREATE INDEX
     CONCURRENTLY``, one at a time), rebuild invalid ones (an interrupted build), drop indexes of
     scopes that fell below ``DROP_BELOW × threshold`` or no longer exist. PostgreSQL only; safe to
-    run while the runtime serves (and from several processes: a build in progress makes the other's
-    ``IF NOT EXISTS`` wait and find it)."""
+    run while the runtime serves, and from several processes: one runs, the others return
+    ``busy`` (a session advisory lock)."""
     done = Maintenance()
     if engine.dialect.name != "postgresql":
         return done
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        if maintenance_work_mem:
-            connection.execute(text("SELECT set_config('maintenance_work_mem', :m, false)"),
-                               {"m": maintenance_work_mem})
-        scopes = connection.execute(_LARGE_SCOPES, {"floor": int(threshold * DROP_BELOW)}).all()
-        existing = {row.relname: row.indisvalid for row in connection.execute(_ALL, {"prefix": _like(PREFIX)})}
-        wanted: dict[str, Any] = {}
-        keep: set[str] = set()
-        for row in scopes:
-            name = index_name(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, row.embedding_dim)
-            keep.add(name)  # between DROP_BELOW × threshold and threshold: kept if built, not built
-            if row.n > threshold:
-                wanted[name] = row
-        for name, valid in sorted(existing.items()):
-            if name in keep and valid:
-                done.kept.append(name)
-                continue
-            done.dropped.append(name)
-            if not dry_run:
-                connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
-        for name, row in sorted(wanted.items()):
-            if existing.get(name):
-                continue
-            if dry_run:
-                done.planned.append(name)
-                continue
-            dim = int(row.embedding_dim)
-            predicate = scope_predicate(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim)
-            connection.exec_driver_sql(
-                f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING hnsw '
-                f"((embedding::vector({dim})) vector_cosine_ops) WHERE {predicate}".replace("%", "%%"))
-            done.built.append(name)
+        # one run at a time: a second would take the first's build in progress (invalid) for an
+        # interrupted one and drop it
+        if not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _LOCK}).scalar():
+            done.busy = True
+            return done
+        try:
+            _maintain(connection, threshold, dry_run, maintenance_work_mem, done)
+        finally:  # (a pooled connection: leave its session as found)
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _LOCK})
+            connection.exec_driver_sql("RESET maintenance_work_mem")
     if done.built or done.dropped:
         forget(engine)
     return done
+
+
+def _maintain(connection: Connection, threshold: int, dry_run: bool, maintenance_work_mem: str | None,
+              done: Maintenance) -> None:
+    if maintenance_work_mem:
+        connection.execute(text("SELECT set_config('maintenance_work_mem', :m, false)"),
+                           {"m": maintenance_work_mem})
+    scopes = connection.execute(_LARGE_SCOPES, {"floor": int(threshold * DROP_BELOW)}).all()
+    existing = {row.relname: row.indisvalid for row in connection.execute(_ALL, {"prefix": _like(PREFIX)})}
+    wanted: dict[str, Any] = {}
+    keep: set[str] = set()
+    for row in scopes:
+        name = index_name(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, row.embedding_dim)
+        keep.add(name)  # between DROP_BELOW × threshold and threshold: kept if built, not built
+        if row.n > threshold:
+            wanted[name] = row
+    for name, valid in sorted(existing.items()):
+        if name in keep and valid:
+            done.kept.append(name)
+            continue
+        done.dropped.append(name)
+        if not dry_run:
+            connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+    for name, row in sorted(wanted.items()):
+        if existing.get(name):
+            continue
+        if dry_run:
+            done.planned.append(name)
+            continue
+        dim = int(row.embedding_dim)
+        predicate = scope_predicate(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim)
+        connection.exec_driver_sql(
+            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING hnsw '
+            f"((embedding::vector({dim})) vector_cosine_ops) WHERE {predicate}".replace("%", "%%"))
+        done.built.append(name)
