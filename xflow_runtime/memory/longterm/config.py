@@ -102,8 +102,8 @@ class LongTermOptions:
     exact_search_threshold: int = 5000
     #: a scope with more vectors than this gets its own HNSW index from ``xflow memory
     #: index-scopes`` (PostgreSQL; ``scope_index``); until it is built, the path above. 1,000: the
-    #: own index costs ~2 ms of server CPU at 2,000 rows, exact search ~1.9 µs a vector (≈ 2 ms at
-    #: 1,000) — specs/performance.md §3
+    #: own index costs ~2.5 ms of server CPU at 2,000 rows, exact search 2.0 ms at 400 and 5–7 ms at
+    #: 2,000; every scope index adds planning time to all searches — specs/performance.md §3
     scope_index_threshold: int = 1000
     candidates_per_source: int = 20
     rrf_k: int = 60
