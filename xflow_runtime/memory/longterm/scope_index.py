@@ -192,4 +192,13 @@ def _maintain(connection: Connection, threshold: int, dry_run: bool, maintenance
         connection.exec_driver_sql(
             f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING hnsw '
             f"((embedding::vector({dim})) vector_cosine_ops) WHERE {predicate}".replace("%", "%%"))
+        # the user may have been erased since the scopes were listed (the erasure's drop found no
+        # index then): the index of an emptied scope goes at once, not at the next run
+        left = connection.exec_driver_sql(
+            f"SELECT count(*) FROM (SELECT 1 FROM xflow_memories WHERE {predicate} LIMIT 1) s".replace("%", "%%")
+        ).scalar()
+        if not left:
+            connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+            done.dropped.append(name)
+            continue
         done.built.append(name)
