@@ -151,3 +151,39 @@ async def test_a_postgresql_restart_under_a_running_fleet_loses_nothing(private_
     again = [key for key in {(r[0], r[1]) for r in rows} if sum(1 for r in rows if (r[0], r[1]) == key) > 1]
     assert len(again) <= 20, again
     assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+
+
+async def test_a_live_worker_hands_back_an_instance_it_holds_but_no_longer_runs(postgres_database_url) -> None:
+    """What a PostgreSQL restart can leave behind, made on purpose: an instance PENDING under a
+    live worker's id that no execution of that worker runs. The worker's own sweep hands it back
+    and runs it (without it, the instance would wait for ever: no dead-worker sweep looks at a
+    live id)."""
+    import psycopg
+
+    url = postgres_database_url
+    fleet_table(url)
+    mix = Path(__file__).with_name("mix.yaml")
+    worker = start_worker(url, "--concurrency", "1", dead_after=DEAD_AFTER)
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            plan = runtime.load(mix)
+            await runtime.start(plan, {"n": 2}, instance_id="blocker")  # waits for an event: the one slot
+            plain = "postgresql://" + url.split("://", 1)[1]
+            with psycopg.connect(plain, autocommit=True) as connection:
+                query = "SELECT status, executor_id FROM dbos.workflow_status WHERE workflow_uuid = %s"
+                while connection.execute(query, ("blocker",)).fetchone() != ("PENDING", worker.executor_id):
+                    await asyncio.sleep(0.05)
+                await runtime.start(plan, {"n": 0}, instance_id="dropped")  # queued: the worker is full
+                # as if the worker had claimed it and its execution had ended without a trace
+                assert connection.execute("UPDATE dbos.workflow_status SET status = 'PENDING', executor_id = %s, "
+                                          "owner_xid = 'gone' WHERE workflow_uuid = 'dropped' AND status = 'ENQUEUED'",
+                                          (worker.executor_id,)).rowcount == 1
+            await runtime.send_event({"type": "fleet.go", "source": "/fleet-test", "id": "go", "data": {"k": 2}},
+                                     instance_id="blocker")
+            await asyncio.wait_for(runtime.instance("blocker").result(), 60)
+            # two looks a sweep apart (min(15, T) s each), then the queue's next poll
+            result = await asyncio.wait_for(runtime.instance("dropped").result(), 4 * DEAD_AFTER + 20)
+    finally:
+        worker.terminate()
+    assert result["first"] == {"label": "first", "square": 0}
+    assert [row[2] for row in await asyncio.to_thread(invocations, url) if row[0] == "dropped"] == [worker.pid] * 2
