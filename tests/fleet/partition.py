@@ -44,6 +44,10 @@ class PartitionProxy:
                 self._server.close()
             for writer in list(self._writers):
                 writer.transport.abort()
+            pumps = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in pumps:
+                task.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
