@@ -17,7 +17,14 @@ Printed per size (``BENCH fleet_<n>``):
 - ``load_avg`` when the size started.
 
 Run: ``python3 bench/bench_fleet.py [--instances 300] [--workers 1,2,4] [--latency 0.05]``;
-``--quick``: 12 instances, 1 and 2 workers.
+``--quick``: 60 instances, 1 and 2 workers.
+
+Beside each size (``BENCH fleet_<n>_cpu``, ``fleet_<n>_bound``) the CPU of every process of the run:
+the workers, this run's PostgreSQL (postmaster, backends, reaped backends), the model server and
+this driver, as cores used during the measured round and ms per instance; the workers' throughput
+per worker-CPU-second against 1 worker's; and the ceiling that CPU allows on this machine's cores
+(each worker one core at most, everything sharing all cores): ``ceiling_speedup_vs_1`` is the
+best speed-up 2 workers could show here with today's CPU per instance.
 """
 
 from __future__ import annotations
@@ -42,10 +49,31 @@ from bench_overhead import start_postgres  # noqa: E402
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_seconds(pid: int) -> float:
+def _cpu_seconds(pid: int, children: bool = False) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime, all threads
+    own = int(fields[11]) + int(fields[12])  # utime + stime, all threads
+    return (own + (int(fields[13]) + int(fields[14]) if children else 0)) / TICKS  # + reaped children
+
+
+def _postgres_cpu(pgdata: Path) -> float:
+    """CPU of this run's PostgreSQL: the postmaster, its live children (backends, WAL writer,
+    checkpointer) and the children it reaped (ended backends)."""
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    total = _cpu_seconds(postmaster, children=True)
+    for task in Path("/proc").iterdir():
+        if task.name.isdigit():
+            try:
+                if int((task / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    total += _cpu_seconds(int(task.name))
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+def _self_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
 
 
 def _start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen[str]:
@@ -87,7 +115,10 @@ async def _front_end_run(url: str, api_base: str, workflow: Path, rounds: list[i
         return time.perf_counter() - started
 
 
-def measure(server: Any, database: str, api_base: str, workflow: Path, workers: int, instances: int) -> dict[str, float]:
+def measure(server: Any, database: str, api_base: str, workflow: Path, workers: int, instances: int,
+            probes: dict[str, Any]) -> dict[str, float]:
+    """One fleet size; ``probes`` name the other processes of the run (PostgreSQL, the model
+    server) whose CPU is read beside the workers' and this driver's."""
     import psycopg
 
     with psycopg.connect(server.get_uri(), autocommit=True) as connection:
@@ -96,18 +127,50 @@ def measure(server: Any, database: str, api_base: str, workflow: Path, workers: 
     load = os.getloadavg()[0]
     # each worker takes at most its share, so the instances spread over the fleet
     fleet = [_start_worker(url, api_base, concurrency=-(-instances // workers)) for _ in range(workers)]
+    readings = {"workers": lambda: sum(_cpu_seconds(p.pid) for p in fleet), "driver": _self_cpu, **probes}
     try:
-        before: list[float] = []
+        before: dict[str, float] = {}
         wall = asyncio.run(_front_end_run(url, api_base, workflow, [max(10, 3 * workers), instances],
-                                          lambda: before.append(sum(_cpu_seconds(p.pid) for p in fleet))))
-        cpu = sum(_cpu_seconds(p.pid) for p in fleet) - before[0]
+                                          lambda: before.update({k: read() for k, read in readings.items()})))
+        cpu = {name: read() - before[name] for name, read in readings.items()}
     finally:
         for process in fleet:
             process.terminate()
         for process in fleet:
             process.wait(timeout=60)
     calls = instances * bench_agents.CALLS_PER_INSTANCE
-    return {"per_s": instances / wall, "wall_s": wall, "cpu_ms_per_call": cpu / calls * 1000, "load_avg": load}
+    return {"per_s": instances / wall, "wall_s": wall, "cpu_ms_per_call": cpu["workers"] / calls * 1000,
+            "load_avg": load, **{f"cpu_{name}": seconds for name, seconds in cpu.items()}}
+
+
+def _ceiling(result: dict[str, float], workers: int, instances: int) -> float:
+    """Instances per second the measured CPU allows on this machine's cores: each worker is one
+    Python process (one core at most), and everything (workers, PostgreSQL, the model server, the
+    driver) shares the cores."""
+    cores = os.cpu_count() or 1
+    worker_cpu = result["cpu_workers"] / instances
+    everything = sum(result[f"cpu_{name}"] for name in ("workers", "postgres", "model", "driver")) / instances
+    return min(workers / worker_cpu, cores / everything)
+
+
+def report(n: int, result: dict[str, float], one: dict[str, float] | None, instances: int, floor_ms: float) -> None:
+    nan = float("nan")
+    scaling = result["per_s"] / (n * one["per_s"]) if one else nan
+    per_cpu = instances / result["cpu_workers"]  # instances per worker-CPU-second
+    print(f"BENCH fleet_{n} workers={n} instances={instances} per_s={result['per_s']:.2f} "
+          f"wall_s={result['wall_s']:.2f} speedup={result['per_s'] / one['per_s'] if one else nan:.2f} "
+          f"scaling={scaling:.2f} cpu_ms_per_call={result['cpu_ms_per_call']:.2f} "
+          f"floor_cpu_ms_per_call={floor_ms:.2f} cpu_ratio_floor={result['cpu_ms_per_call'] / floor_ms:.2f} "
+          f"cores={os.cpu_count()} load_avg={result['load_avg']:.1f}", flush=True)
+    wall = result["wall_s"]
+    print(f"BENCH fleet_{n}_cpu " + " ".join(
+        f"{name}_cores={result[f'cpu_{name}'] / wall:.2f} {name}_ms_per_instance={result[f'cpu_{name}'] / instances * 1000:.1f}"
+        for name in ("workers", "postgres", "model", "driver")), flush=True)
+    ceiling = _ceiling(result, n, instances)
+    print(f"BENCH fleet_{n}_bound instances_per_worker_cpu_s={per_cpu:.1f} "
+          f"per_worker_cpu_vs_1={per_cpu / (instances / one['cpu_workers']) if one else nan:.2f} "
+          f"cpu_ceiling_per_s={ceiling:.1f} "
+          f"ceiling_speedup_vs_1={ceiling / _ceiling(one, 1, instances) if one else nan:.2f}", flush=True)
 
 
 def main() -> None:
@@ -118,7 +181,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.instances, args.workers = 12, "1,2"
+        args.instances, args.workers = 60, "1,2"  # below ~50 the queue's poll and the warm-up dominate
     sizes = [int(n) for n in args.workers.split(",")]
     bench_agents._prepare()
     with tempfile.TemporaryDirectory(prefix="xflow-bench-fleet-") as tmp:
@@ -133,16 +196,13 @@ def main() -> None:
             asyncio.run(bench_agents.run_floor(20, api_base))  # warm up litellm's clients
             floor = asyncio.run(bench_agents.run_floor(args.instances, api_base))
             floor_ms = floor.cpu / (args.instances * bench_agents.CALLS_PER_INSTANCE) * 1000
-            one = None
+            one: dict[str, float] | None = None
             for n in sizes:
-                result = measure(server, f"fleet_{n}", api_base, workflow, n, args.instances)
-                one = one or (result["per_s"] if n == 1 else None)
-                scaling = result["per_s"] / (n * one) if one else float("nan")
-                print(f"BENCH fleet_{n} workers={n} instances={args.instances} per_s={result['per_s']:.2f} "
-                      f"wall_s={result['wall_s']:.2f} scaling={scaling:.2f} "
-                      f"cpu_ms_per_call={result['cpu_ms_per_call']:.2f} floor_cpu_ms_per_call={floor_ms:.2f} "
-                      f"cpu_ratio_floor={result['cpu_ms_per_call'] / floor_ms:.2f} "
-                      f"cores={os.cpu_count()} load_avg={result['load_avg']:.1f}", flush=True)
+                probes = {"postgres": lambda: _postgres_cpu(tmp_path / "pg" / "pgdata"),
+                          "model": lambda: _cpu_seconds(model.pid)}
+                result = measure(server, f"fleet_{n}", api_base, workflow, n, args.instances, probes)
+                one = one or (result if n == 1 else None)
+                report(n, result, one, args.instances, floor_ms)
         finally:
             server.cleanup()
             if model.stdin:

@@ -172,7 +172,8 @@ def reported(name: str, figure: str, baseline: str, ratio: str) -> Callable[[lis
 
 
 def fleet_rows(lines: list[Line], quick: bool) -> list[Row]:
-    found = [f for n, f in lines if n.startswith("fleet_")]
+    found = [f for n, f in lines if n.startswith("fleet_") and "workers" in f]
+    bounds = {n.split("_")[1]: f for n, f in lines if n.startswith("fleet_") and n.endswith("_bound")}
     if not found:
         raise KeyError("no 'BENCH fleet_…' line")
     one = next((f for f in found if _num(f, "workers") == 1), None)
@@ -188,7 +189,27 @@ def fleet_rows(lines: list[Line], quick: bool) -> list[Row]:
         rows.append(Row(f"fleet of {n} worker(s): worker CPU per LLM call", f"{_num(f, 'cpu_ms_per_call'):.2f} ms",
                         f"litellm.acompletion alone {_num(f, 'floor_cpu_ms_per_call'):.2f} ms",
                         _num(f, "cpu_ratio_floor"), "reported", None, _load(f)))
+        if n > 1 and str(n) in bounds:  # what the measured CPU allows on these cores (specs/performance.md §7)
+            bound = bounds[str(n)]
+            rows.append(Row(f"fleet of {n} worker(s): instances per worker-CPU-second, against 1 worker's",
+                            f"{_num(bound, 'instances_per_worker_cpu_s'):.1f}",
+                            f"CPU ceiling of the speed-up here {_num(bound, 'ceiling_speedup_vs_1'):.2f}×",
+                            _num(bound, "per_worker_cpu_vs_1"), "reported", None, _load(f)))
     return rows
+
+
+def fleet_waiting_rows(lines: list[Line], quick: bool) -> list[Row]:
+    found = [f for n, f in lines if n == "fleet_waiting"]
+    if not found:
+        raise KeyError("no 'BENCH fleet_waiting' line")
+    f = found[0]
+    count = int(_num(f, "conversations"))
+    return [Row(f"fleet: worker memory per waiting conversation ({count})",
+                f"{_num(f, 'worker_rss_kib_per_waiting'):.0f} KiB", f"PostgreSQL {_num(f, 'pg_kib_per_waiting'):.1f} KiB",
+                None, "reported", None, _load(f)),
+            Row(f"fleet: restarted worker ready (reply to the last of {count} waiting)",
+                f"{_num(f, 'restart_ready_s'):.1f} s", f"process start {_num(f, 'worker_start_s'):.1f} s",
+                None, "reported", None, _load(f))]
 
 
 BENCHMARKS = (
@@ -208,6 +229,7 @@ BENCHMARKS = (
     Benchmark("agents", "bench_agents.py", (), ("--instances", "10", "--rounds", "1", "--processes", "0"),
               reported("agents", "wall_s", "floor_s", "ratio_floor")),
     Benchmark("fleet", "bench_fleet.py", (), ("--quick",), fleet_rows),
+    Benchmark("fleet_waiting", "bench_fleet_waiting.py", (), ("--quick",), fleet_waiting_rows),
     Benchmark("a2a", "bench_a2a.py", (), ("--quick",), reported("a2a_proxy", "ours_ms", "baseline_ms", "ratio")),
 )
 

@@ -13,20 +13,31 @@ TABLE = """CREATE TABLE IF NOT EXISTS fleet_invocations (
     started timestamptz NOT NULL DEFAULT clock_timestamp(), ended timestamptz)"""
 
 
-def _connect():  # type: ignore[no-untyped-def]
+def _execute(statement: str, parameters: tuple) -> tuple | None:  # type: ignore[type-arg]
+    """One autocommit statement; retried on a fresh connection for a few seconds, so the log
+    survives the database restart of ``test_database_faults`` (it is the test's record, not the
+    effect under test)."""
     import psycopg
 
     url = os.environ["FLEET_TEST_DB"].replace("postgresql+psycopg://", "postgresql://")
-    return psycopg.connect(url, autocommit=True)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
+                return connection.execute(statement, parameters).fetchone()
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def record(instance: str, label: str, n: int, pause: float = 0.02) -> dict:
     if os.environ.get("FLEET_TEST_DB"):
-        with _connect() as connection:
-            row = connection.execute("INSERT INTO fleet_invocations (instance, label, pid) VALUES (%s, %s, %s) "
-                                     "RETURNING id", (instance, label, os.getpid())).fetchone()
-            time.sleep(pause)
-            connection.execute("UPDATE fleet_invocations SET ended = clock_timestamp() WHERE id = %s", (row[0],))
+        row = _execute("INSERT INTO fleet_invocations (instance, label, pid) VALUES (%s, %s, %s) RETURNING id",
+                       (instance, label, os.getpid()))
+        assert row is not None
+        time.sleep(pause)
+        _execute("UPDATE fleet_invocations SET ended = clock_timestamp() WHERE id = %s RETURNING id", (row[0],))
     else:
         time.sleep(pause)
     return {"label": label, "square": n * n}

@@ -1,4 +1,4 @@
-"""The DBOS internal the reaper relies on, pinned against the installed DBOS (``dbos>=3.4,<3.5``):
+"""The DBOS internals the reaper relies on, pinned against the installed DBOS (``dbos>=3.4,<3.5``):
 ``DBOS._recover_pending_workflows`` (through ``engine/dbos_adapter.py``) re-enqueues only PENDING
 instances of the named executors, keeps their queue and recovery attempts, and is a no-op once a
 live worker has claimed the instance again. If this fails after raising the pin, the reaper is unsafe."""
@@ -69,3 +69,26 @@ async def test_recovery_re_enqueues_only_the_dead_executor_s_pending_instances(p
         _claim(url, "dead-one", "xw-live")
         recover_executors(["xw-dead"])
         assert _rows(url)["dead-one"][:2] == ("PENDING", "xw-live")
+
+
+async def test_a_worker_s_own_hand_back_touches_only_its_own_pending_instance(postgres_database_url, tmp_path) -> None:
+    """``requeue_if_still_mine`` (DBOS's ``_sys_db.reenqueue_for_recovery``) re-enqueues one id only
+    while it is PENDING under the given executor; ``running_here`` (DBOS's in-process set of
+    running workflows) holds none of a front end's instances."""
+    from xflow_runtime.engine.dbos_adapter import requeue_if_still_mine, running_here
+
+    url = postgres_database_url
+    (tmp_path / "contract.yaml").write_text(WORKFLOW)
+    async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+        plan = runtime.load(tmp_path / "contract.yaml")
+        for instance_id in ("mine", "also-mine", "theirs"):
+            await runtime.start(plan, {}, instance_id=instance_id)
+        _claim(url, "mine", "xw-me")
+        _claim(url, "also-mine", "xw-me")
+        _claim(url, "theirs", "xw-them")
+        assert not running_here() & {"mine", "also-mine", "theirs"}
+        requeue_if_still_mine(["mine", "theirs"], "xw-me")
+        rows = _rows(url)
+        assert rows["mine"][0] == "ENQUEUED" and rows["mine"][2] == INSTANCE_QUEUE and rows["mine"][3] == 3
+        assert rows["also-mine"][:2] == ("PENDING", "xw-me"), "only the ids named"
+        assert rows["theirs"][:2] == ("PENDING", "xw-them"), "another executor's instance is untouched"

