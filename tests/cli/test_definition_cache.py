@@ -121,6 +121,14 @@ def test_the_environment_turns_the_cache_off(cli, workdir, monkeypatch) -> None:
     assert _entries(workdir) == []
 
 
+def test_without_a_home_or_xdg_cache_home_nothing_is_cached(cli, workdir, monkeypatch) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no password entry either
+    assert cli("run", "greet.yaml", "--ephemeral").code == 0
+    assert [p.name for p in workdir.iterdir() if p.name.startswith(("~", ".cache", "xflow-runtime"))] == []
+
+
 def test_validate_neither_reads_nor_writes_the_cache(cli, workdir) -> None:
     assert cli("validate", "greet.yaml").code == 0
     assert _entries(workdir) == []

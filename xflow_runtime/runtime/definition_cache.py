@@ -69,8 +69,10 @@ def enabled_from_environment() -> Iterator[None]:
     elif setting:
         folder = Path(setting)
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        folder = Path(base) / "xflow-runtime" / "definitions"
+        home = os.path.expanduser("~")
+        base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(home, ".cache") if home != "~" else "")
+        # no home to put it in: no cache, rather than a "~/.cache" folder under the current one
+        folder = Path(base) / "xflow-runtime" / "definitions" if base else None
     token = _directory.set(folder)
     try:
         yield
