@@ -94,6 +94,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh working directory (so the default store ``./.xflow/`` is the test's own)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("XFLOW_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))  # xflow run's definition cache
     for name, text in {"greet.yaml": GREET, "fails.yaml": FAILS, "invalid.yaml": INVALID,
                        "two-events.yaml": TWO_EVENTS}.items():
         (tmp_path / name).write_text(text)

@@ -82,6 +82,7 @@ def _combine(children):
                                                   "or", "|"]), children)
     return (binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})")
             | children.map(lambda e: f"({e} | not)")
+            | st.tuples(children, st.sampled_from(["floor", "ceil", "round"])).map(lambda t: f"({t[0]} | {t[1]})")
             | st.tuples(children, children).map(lambda t: f"{{a: ({t[0]}), \"b c\": ({t[1]})}}")
             | children.map(lambda e: f"({e}).a")
             | st.just("{a, b}"))
@@ -89,7 +90,8 @@ def _combine(children):
 
 _expressions = st.recursive(_leaves, _combine, max_leaves=6)
 _values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([2**60, -(2**53) - 1, 2.0, 0.1, 1e300])
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([2**60, -(2**53) - 1, 2.0, 0.1, 1e300, 2.5, -2.5, -0.4, 0.49999999999999994,
+                                                     4503599627370495.5, -1e300])
     | st.sampled_from(["x", "", "é", "ab"]),
     lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3) | st.lists(inner, max_size=2),
     max_leaves=6)
@@ -138,7 +140,8 @@ def test_fast_path_with_variables_agrees_with_libjq(text, data, constant):
 
 
 @pytest.mark.parametrize("text", [".i < .n", "{i: (.i + 1), n: .n}", ".a.b", '.x == "y" and .ok', ".a | not",
-                                  "(.a + 1) * 2", "$CONST.a", "$SECRETS.key", ".n < $CONST.limit"])
+                                  "(.a + 1) * 2", "$CONST.a", "$SECRETS.key", ".n < $CONST.limit",
+                                  ".order.total * 1.21 | . * 100 | round / 100", ".x | floor", ".x | ceil"])
 def test_common_expressions_take_the_fast_path(text):
     assert compile_expression(text)._fast is not None
 

@@ -176,10 +176,11 @@ def _scripted_llm(path: str) -> Any:
 async def _run(path: Path, data: Any, events: list[dict[str, Any]], instance_id: str | None,
                options: dict[str, Any], watcher: WaitWatcher, following: FollowOptions, *,
                identity: dict[str, Any]) -> Any:
-    from xflow_runtime.runtime import Runtime
+    from xflow_runtime.runtime import Runtime, definition_cache
 
     async with Runtime(**options) as runtime:
-        plan = runtime.load(path)
+        with definition_cache.enabled_from_environment():  # a document run before is not checked again
+            plan = runtime.load(path)
         watcher.plan = plan
         handle = await runtime.start(plan, data, instance_id=instance_id, **identity)
         for event in events:

@@ -36,6 +36,8 @@ class LoadedWorkflow:
     source_name: str
     base_dir: Path
     plan: Any = field(default=None, repr=False)
+    #: every file the check read besides the document (references, ``dataInputSchema``), in order
+    referenced_files: tuple[Path, ...] = ()
 
 
 @dataclass
@@ -47,6 +49,8 @@ class CheckResult:
     source_name: str
     base_dir: Path
     document_map: DocumentMap | None = field(default=None, repr=False)
+    #: every file the check read besides the document (references, ``dataInputSchema``), in order
+    referenced_files: tuple[Path, ...] = ()
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -74,7 +78,8 @@ def load_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | No
                                          result.document_map)
         if plan_problems:
             raise DefinitionError(result.diagnostics + plan_problems)
-    return LoadedWorkflow(result.document, result.diagnostics, result.source_name, result.base_dir, plan)
+    return LoadedWorkflow(result.document, result.diagnostics, result.source_name, result.base_dir, plan,
+                          result.referenced_files)
 
 
 def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | None = None,
@@ -103,7 +108,7 @@ def check_workflow(path_or_text: str | os.PathLike[str], *, source_name: str | N
     found = _drop_superseded(collector.found)
     if errors_in(found):  # reachability over a broken graph is noise until the errors are fixed
         found = [d for d in found if d.code != "XF119"]
-    return CheckResult(value, _finish(found), name, folder, document_map)
+    return CheckResult(value, _finish(found), name, folder, document_map, tuple(context.cache))
 
 
 class _Collector:

@@ -6,6 +6,7 @@ into these closures). Each reproduces jq exactly on the values it accepts and ra
 from __future__ import annotations
 
 import copy
+import math
 import threading
 from typing import Any, Callable
 
@@ -76,6 +77,30 @@ def and_(left: Evaluator, right: Evaluator) -> Evaluator:
 
 def not_(data: Any) -> bool:
     return not _truthy(data)
+
+
+def rounding(name: str) -> Evaluator:
+    """jq's ``floor``, ``ceil`` and ``round`` (C's ``round``: halves away from zero) on a number;
+    anything else (an error in jq) and results beyond 2**53 go to libjq."""
+    def apply(data: Any) -> int:
+        x = _number(data)
+        if isinstance(x, int):
+            return x
+        if name == "floor":
+            result = math.floor(x)
+        elif name == "ceil":
+            result = math.ceil(x)
+        else:  # |x| - floor(|x|) is exact in doubles, so the half is compared exactly
+            whole = math.floor(abs(x))
+            result = whole + 1 if abs(x) - whole >= 0.5 else whole
+            result = result if x >= 0 else -result
+        if abs(result) > LARGEST_EXACT:
+            raise Fallback
+        return result
+    return apply
+
+
+ROUNDING = {name: rounding(name) for name in ("floor", "ceil", "round")}
 
 
 def object_of(entries: tuple[tuple[str, Evaluator], ...]) -> Evaluator:

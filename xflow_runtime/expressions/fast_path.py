@@ -8,7 +8,8 @@ whose exact jq behaviour is not reproduced here (errors, mixed types, big intege
 
 Subset: ``.``, ``.name`` chains, ``$name`` of the declared variables, literals (numbers, plain strings, true/false/null), parentheses,
 ``{name: e, "name": e, name}`` objects, ``+ - * /`` on numbers, ``+`` on strings, comparisons
-``== != < <= > >=`` on null/booleans/numbers/strings, ``and``/``or``/``not``, and ``|``. It is
+``== != < <= > >=`` on null/booleans/numbers/strings, ``and``/``or``/``not``, ``floor``/``ceil``/``round``
+on numbers, and ``|``. It is
 checked against libjq by a property test (tests/interpreter/test_expression_fast_path.py).
 """
 
@@ -173,6 +174,9 @@ class _Parser:
         if kind == "name" and text == "not":  # the function: negates its input
             self.take()
             return ev.not_
+        if kind == "name" and text in ev.ROUNDING:  # floor, ceil, round: linear, exact on doubles
+            self.take()
+            return ev.ROUNDING[text]
         if kind == "name" and text in ("true", "false", "null"):
             self.take()
             return ev.constant({"true": True, "false": False, "null": None}[text])

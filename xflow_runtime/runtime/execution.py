@@ -31,10 +31,19 @@ if TYPE_CHECKING:
 def load_plan(source: str, path: Path, shown_as: str, *, strict: bool = False) -> "WorkflowPlan":
     """Compile workflow text read from ``path`` (references resolve next to it; diagnostics name
     it ``shown_as``). Raises :class:`~xflow_runtime.errors.DefinitionError` with every diagnostic;
-    ``strict`` makes the SonataFlow relaxations (XF140–XF147) errors."""
+    ``strict`` makes the SonataFlow relaxations (XF140–XF147) errors. When the command turned on
+    :mod:`~xflow_runtime.runtime.definition_cache`, a document checked before is not checked again."""
+    from xflow_runtime.runtime import definition_cache
+
+    cached = definition_cache.cached_plan(source, path.parent, shown_as, strict)
+    if cached is not None:
+        return cached
     from xflow_runtime.definition import load_workflow
 
-    plan: WorkflowPlan = load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict).plan
+    loaded = load_workflow(source, source_name=shown_as, base_dir=path.parent, strict=strict)
+    plan: WorkflowPlan = loaded.plan
+    if plan is not None:
+        definition_cache.store(source, path.parent, shown_as, strict, loaded.document, loaded.referenced_files)
     return plan
 
 

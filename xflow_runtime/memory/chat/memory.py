@@ -18,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Generator, Sequence
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError, StatementError
@@ -122,24 +122,29 @@ class ChatMemory:
         if key is None:
             return ChatWindow()
         counter = TokenCounter.for_model(model)
-        read: list[Any] = []
+        read: list[repo.WindowRow] = []
+        exact = counter.exact
         missing: dict[int, dict[str, int]] = {}
 
         with self._engine.connect() as connection:
-            def stream():
+            def stream() -> Generator[tuple[str, int], None, None]:
                 for row in repo.newest_first(connection, key, _first_batch(policy), counter.encoding):
-                    raw = row.tokens
+                    _, sequence, role, parts_json, raw, counts_json = row
                     if raw is None:  # stored under another model's encoding: count once, cache
-                        raw = counter.raw_count(_to_message(row.role, json.loads(row.parts_json)))
-                        missing[row.sequence] = {**json.loads(row.counts_json or "{}"), counter.encoding: raw}
+                        raw = counter.raw_count(_to_message(role, json.loads(parts_json)))
+                        missing[sequence] = {**json.loads(counts_json or "{}"), counter.encoding: raw}
                     read.append(row)
-                    yield row.role, counter.scaled(raw)
+                    yield role, raw if exact else counter.scaled(raw)
 
-            selection = select_window(stream(), max_messages=policy.message_limit,
-                                      max_tokens=policy.token_limit)
+            rows = stream()
+            try:
+                selection = select_window(rows, max_messages=policy.message_limit,
+                                          max_tokens=policy.token_limit)
+            finally:
+                rows.close()  # closes the cursor now, not when the generator is collected
             connection.rollback()
         if missing:
-            self._cache_counts(key, read[0].chat_id, missing)
+            self._cache_counts(key, read[0][0], missing)
         if selection.overflow:
             _log.warning("chat memory %s/%s: the newest turn does not fit the window "
                          "(max_messages=%s, max_tokens=%s); the call carries no history",
@@ -147,8 +152,8 @@ class ChatMemory:
                          policy.token_limit)
         kept = read[selection.kept - 1::-1] if selection.kept else []
         # one decode for the whole window: a JSON array of the kept parts (half the cost of one each)
-        parts = json.loads("[" + ",".join(r.parts_json for r in kept) + "]")
-        return ChatWindow(messages=[_to_message(r.role, p) for r, p in zip(kept, parts)],
+        parts = json.loads("[" + ",".join([r[3] for r in kept]) + "]")
+        return ChatWindow(messages=[{"role": r[2], **p} for r, p in zip(kept, parts)],
                           tokens=selection.tokens, encoding=counter.encoding,
                           dropped_older=selection.dropped_older, overflow=selection.overflow)
 
