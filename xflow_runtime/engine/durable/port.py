@@ -59,7 +59,8 @@ class DurablePort:
     whom) although nothing completed at them.
 
     ``history`` (the interpreter's observer buffer) is stored as batches, each written by a step
-    named ``xflow.history``: before the instance blocks (sleep, event wait), at its end, and before
+    named ``xflow.history``: before the instance blocks (a sleep; an event wait's receive marker
+    stores the batch itself, :meth:`wait_event`), at its end, and before
     an effect once :data:`HISTORY_BATCH` records are pending and the last flush is
     :data:`HISTORY_FLUSH_SECONDS` old (or :data:`HISTORY_BATCH_MAX` are pending). A replay performs the recorded
     flushes (skipped by DBOS: they wrote then) and no others, so it never stores a batch twice;
