@@ -102,10 +102,12 @@ def durable_rows(lines: list[Line], quick: bool) -> list[Row]:
     rows = []
     for store in ("sqlite", "postgres"):
         f = _one(lines, f"durable_{store}")
-        ratio = _num(f, "ratio")
-        rows.append(Row(f"durable cost per effect ({store})", f"{_num(f, 'per_effect_ms'):.2f} ms",
-                        f"raw DBOS step loop {_num(f, 'raw_dbos_per_effect_ms'):.2f} ms", ratio, "≤ 1.2×",
-                        _judged(quick, ratio <= 1.2), _load(f)))
+        ratio = _num(f, "cpu_ratio")  # judged on process CPU: wall time on a shared machine is the neighbours'
+        rows.append(Row(f"durable cost per effect ({store}), CPU",
+                        f"{_num(f, 'cpu_per_effect_ms'):.2f} ms CPU (wall {_num(f, 'per_effect_ms'):.2f} ms)",
+                        f"raw DBOS step loop {_num(f, 'raw_dbos_cpu_per_effect_ms'):.2f} ms CPU "
+                        f"(wall {_num(f, 'raw_dbos_per_effect_ms'):.2f} ms, wall ratio {_num(f, 'ratio'):.2f})",
+                        ratio, "≤ 1.2×", _judged(quick, ratio <= 1.2), _load(f)))
     ours, peer, ratio_line = (_one(lines, n) for n in ("overhead_inprocess", "overhead_langgraph", "overhead_ratio"))
     ratio = _num(ratio_line, "langgraph_over_xflow")
     rows.append(Row("in-process overhead per state", f"{_num(ours, 'per_state_us'):.1f} µs",

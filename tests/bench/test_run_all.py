@@ -27,16 +27,17 @@ DURABLE = """noise
 BENCH overhead_inprocess steps=10000 total_s=0.300 per_state_us=30.0
 BENCH overhead_langgraph steps=10000 total_s=9.000 per_step_us=900.0 version=1.2.24
 BENCH overhead_ratio langgraph_over_xflow=30.0 target=30 load=5.0
-BENCH durable_sqlite effects=100 rounds=7 per_effect_ms=2.50 raw_dbos_per_effect_ms=2.20 ratio=1.14 best_ratio=1.10 target=1.2 load=4.0
-BENCH durable_postgres effects=100 rounds=7 per_effect_ms=3.00 raw_dbos_per_effect_ms=2.40 ratio=1.25 best_ratio=1.2 target=1.2 load=4.5
+BENCH durable_sqlite effects=100 rounds=9 per_effect_ms=2.50 raw_dbos_per_effect_ms=2.00 ratio=1.25 best_ratio=1.10 cpu_per_effect_ms=2.28 raw_dbos_cpu_per_effect_ms=2.00 cpu_ratio=1.14 target=1.2 load=4.0
+BENCH durable_postgres effects=100 rounds=9 per_effect_ms=3.00 raw_dbos_per_effect_ms=2.80 ratio=1.07 best_ratio=1.2 cpu_per_effect_ms=2.50 raw_dbos_cpu_per_effect_ms=2.00 cpu_ratio=1.25 target=1.2 load=4.5
 """
 
 
 def test_rows_judge_each_target_on_the_figures_of_the_run(run_all: ModuleType) -> None:
     rows = run_all.durable_rows(run_all.parse_lines(DURABLE), False)
     assert [(r.what, r.ratio, r.met, r.load) for r in rows] == [
-        ("durable cost per effect (sqlite)", 1.14, True, 4.0),
-        ("durable cost per effect (postgres)", 1.25, False, 4.5),
+        # judged on the process CPU ratio, not the wall-time one (specs/performance.md §2)
+        ("durable cost per effect (sqlite), CPU", 1.14, True, 4.0),
+        ("durable cost per effect (postgres), CPU", 1.25, False, 4.5),
         ("in-process overhead per state", 30.0, True, 5.0)]
 
 

@@ -298,3 +298,24 @@ async def test_a_cancelled_instance_is_a_clear_error(launch, database_url) -> No
     await DBOS.cancel_workflow_async("cancelled")
     with pytest.raises(DurableEngineError, match="instance cancelled"):
         await engine.result("cancelled")
+
+
+async def test_a_message_sent_from_this_process_wakes_its_receiver_without_the_poller(
+        launch, database_url, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite has no push: DBOS's listener re-reads every waiting receive at an interval. A message
+    sent by this process wakes its receiver at once instead (engine/durable/local_wake.py); with the
+    poller set to an hour, the instance still gets its event (DBOS's own fallback re-check is 60 s)."""
+    monkeypatch.setenv("XFLOW_SQLITE_POLL_SECONDS", "3600")
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.wait_event("t", 600)
+
+    engine = launch(database_url, body)
+    await engine.start("woken", {})
+    for _ in range(600):  # until the instance waits (its receive marker is recorded)
+        if any(s["function_name"].startswith("xflow.receive") for s in await engine.steps("woken")):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)  # the receive's setup (its database check) is done by then
+    await engine.send("woken", "t", {"n": 1})
+    assert await asyncio.wait_for(engine.result("woken"), 30) == {"n": 1}

@@ -42,6 +42,7 @@ from xflow_runtime.engine.durable.names import (
     WORKFLOW_NAME,
     parked_error,
 )
+from xflow_runtime.engine.durable.local_wake import poll_seconds, wake_receiver
 from xflow_runtime.engine.durable import wakes  # also registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable.port import DurablePort
 from xflow_runtime.engine.durable.progress import instances_made_progress
@@ -209,7 +210,9 @@ class DurableEngine:
             "executor_id": self.executor_id,
             # DBOS logs failed workflows with tracebacks; ours are reported as clean errors instead.
             "log_level": os.environ.get("XFLOW_DBOS_LOG_LEVEL", "CRITICAL"),
-            "notification_listener_polling_interval_sec": 0.05,
+            # SQLite has no push: messages of this process wake their receiver directly, the
+            # listener's polling only catches other processes' (:mod:`.local_wake`).
+            "notification_listener_polling_interval_sec": poll_seconds(self.database_url),
             # Every record is JSON; rows marked as pickle are refused, never unpickled.
             "serializer": SERIALIZER,
         }
@@ -309,6 +312,7 @@ class DurableEngine:
                    idempotency_key: str | None = None) -> None:
         await DBOS.send_async(instance_id, {EVENT_ENVELOPE_KEY: payload}, topic,
                               idempotency_key=idempotency_key)
+        wake_receiver(instance_id, topic)  # committed: a receive waiting in this process reads it now
 
     async def write_then_wake(self, kind: str, arguments: dict[str, Any], *,
                               instance_id: str | None = None) -> dict[str, Any]:

@@ -59,7 +59,8 @@ class DurablePort:
     whom) although nothing completed at them.
 
     ``history`` (the interpreter's observer buffer) is stored as batches, each written by a step
-    named ``xflow.history``: before the instance blocks (sleep, event wait), at its end, and before
+    named ``xflow.history``: before the instance blocks (a sleep; an event wait's receive marker
+    stores the batch itself, :meth:`wait_event`), at its end, and before
     an effect once :data:`HISTORY_BATCH` records are pending and the last flush is
     :data:`HISTORY_FLUSH_SECONDS` old (or :data:`HISTORY_BATCH_MAX` are pending). A replay performs the recorded
     flushes (skipped by DBOS: they wrote then) and no others, so it never stores a batch twice;
@@ -137,11 +138,19 @@ class DurablePort:
 
     async def wait_event(self, topic: str, timeout: float | None) -> Any | None:
         call = _call(f"{RECEIVE}:{topic}")
-        await self._take_turn(call, blocking=True)
+        await self._take_turn(call, history_in_marker=True)
         # The marker names the two numbers DBOS.recv draws right after it (nothing runs between
-        # reserving it and calling recv); it is written alongside the wait.
+        # reserving it and calling recv); it is written alongside the wait, and it stores the
+        # pending history (one step where a flush step and a marker were two): a recorded marker
+        # stored them then, so on replay they are dropped like a recorded flush's.
+        batch = self._drain_history()
+
+        async def mark() -> None:
+            if batch:  # from inside the step: DBOS keys it by instance + offset
+                await DBOS.write_stream_async(HISTORY_STREAM, batch)
+
         marker = self._reserve()
-        written = asyncio.ensure_future(marker.run_async({"name": call.name}, _nothing))
+        written = asyncio.ensure_future(marker.run_async({"name": call.name}, mark))
         self._note_live_wait(marker.step_id + 1, marker.step_id + 2)
         # Messages are wrapped in an envelope so a ``null`` payload is told apart from a timeout.
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
@@ -159,6 +168,9 @@ class DurablePort:
                 await self._note_cancelled(call, [first, first + 1, first + 2])
             raise
         await _settle(written)
+        failure = None if written.cancelled() else written.exception()
+        if failure is not None:
+            raise failure  # the history could not be stored: as a failed flush did
         if message is None:
             return None
         return message[EVENT_ENVELOPE_KEY]
@@ -213,12 +225,15 @@ class DurablePort:
         self.order.notify()
         return slot
 
-    async def _take_turn(self, call: Call | None, *, blocking: bool = False, flush_only: bool = False) -> None:
+    async def _take_turn(self, call: Call | None, *, blocking: bool = False, flush_only: bool = False,
+                         history_in_marker: bool = False) -> None:
+        """``blocking``: the call blocks, so pending history is stored first (a flush step);
+        ``history_in_marker``: it blocks, and its own marker step stores the history."""
         order = self.order
         await order.load()
         if not order.replaying:
             pending = self.history.pending if self.history is not None else 0
-            if (blocking and pending) or self._history_due(pending):
+            if (blocking and pending) or (not history_in_marker and self._history_due(pending)):
                 await self._store_history()
             if flush_only:
                 return
@@ -235,9 +250,13 @@ class DurablePort:
             return True
         return pending >= HISTORY_BATCH and time.monotonic() - self._flushed_at >= HISTORY_FLUSH_SECONDS
 
-    async def _store_history(self) -> None:
+    def _drain_history(self) -> list[Any]:
         batch = self.history.drain() if self.history is not None else []
         self._flushed_at = time.monotonic()
+        return batch
+
+    async def _store_history(self) -> None:
+        batch = self._drain_history()
 
         async def write() -> None:
             if batch:  # from inside the step: DBOS keys it by instance + offset

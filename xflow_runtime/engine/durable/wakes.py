@@ -22,6 +22,7 @@ from typing import Any, Callable, Coroutine
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSNonExistentWorkflowError
 
+from xflow_runtime.engine.durable.local_wake import wake_receiver
 from xflow_runtime.engine.durable.names import (EVENT_ENVELOPE_KEY, OPERATION_PREFIX, WAKE_WORKFLOW_NAME,
                                                 operation_prefix)
 from xflow_runtime.failpoints import crash_point
@@ -49,7 +50,8 @@ async def _write_then_wake(kind: str, arguments: dict[str, Any]) -> dict[str, An
             await DBOS.send_async(wake["instance"], {EVENT_ENVELOPE_KEY: wake["event"]}, EVENT_TOPIC,
                                   idempotency_key=wake["event"]["id"])
         except DBOSNonExistentWorkflowError:
-            pass  # the instance is gone: the row still tells what happened
+            continue  # the instance is gone: the row still tells what happened
+        wake_receiver(wake["instance"], EVENT_TOPIC)  # committed: wake it now if it waits here
     return outcome
 
 
