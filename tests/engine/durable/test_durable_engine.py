@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Callable
 
 import pytest
 
-from xflow_runtime.engine.durable import DurableEngine, DurablePort, resolve_database_url
+from xflow_runtime.engine.durable import DurableEngine, DurablePort, local_wake, resolve_database_url
 from xflow_runtime.engine.port import EnginePort
 from xflow_runtime.errors import WorkflowError
 from xflow_runtime.history import HistoryBuffer
@@ -319,3 +319,35 @@ async def test_a_message_sent_from_this_process_wakes_its_receiver_without_the_p
     await asyncio.sleep(0.2)  # the receive's setup (its database check) is done by then
     await engine.send("woken", "t", {"n": 1})
     assert await asyncio.wait_for(engine.result("woken"), 30) == {"n": 1}
+
+
+async def test_the_sqlite_listener_polls_slowly_only_while_many_receives_wait(launch, database_url) -> None:
+    """DBOS's close joins its SQLite listener, which sleeps out its interval: a one-second poll
+    would add up to a second to every ``xflow run``. So it polls every 50 ms while few receives
+    wait in the process, and every second (a transaction per waiting receive each time) beyond
+    (engine/durable/local_wake.py)."""
+    from dbos._dbos import _get_dbos_instance
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.wait_event("t", 600)
+
+    engine = launch(database_url, body)
+    system_db = _get_dbos_instance()._sys_db
+
+    def interval() -> float:
+        return system_db._notification_listener_polling_interval_sec
+
+    assert interval() == local_wake.SQLITE_FEW_WAITING_POLL_SECONDS
+    many = local_wake.FEW_WAITING + 1
+    for k in range(many):
+        await engine.start(f"waiting-{k}", {})
+    for _ in range(600):
+        if interval() == local_wake.SQLITE_POLL_SECONDS:
+            break
+        await asyncio.sleep(0.05)
+    assert interval() == local_wake.SQLITE_POLL_SECONDS
+    for k in range(many):
+        await engine.send(f"waiting-{k}", "t", {"n": k})
+    assert [await asyncio.wait_for(engine.result(f"waiting-{k}"), 30) for k in range(many)] == [
+        {"n": k} for k in range(many)]
+    assert interval() == local_wake.SQLITE_FEW_WAITING_POLL_SECONDS

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar, cast
 
 from dbos import DBOS
 
+from xflow_runtime.engine.durable import local_wake
 from xflow_runtime.engine.durable.names import EVENT_ENVELOPE_KEY, FOREVER_SECONDS, HISTORY_STREAM
 from xflow_runtime.engine.durable.progress import instances_made_progress
 from xflow_runtime.engine.durable.replay import (
@@ -156,7 +157,8 @@ class DurablePort:
         seconds = FOREVER_SECONDS if timeout is None else max(float(timeout), 0.0)
         receiving = DBOS.recv_async(topic, timeout_seconds=seconds)
         try:
-            message = await receiving
+            with local_wake.receiving():
+                message = await receiving
         except GeneratorExit:  # collected without finishing: nothing may be awaited
             raise
         except BaseException as error:  # cancelled, or DBOS aborts a cancelled instance
