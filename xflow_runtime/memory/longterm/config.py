@@ -102,6 +102,15 @@ class LongTermOptions:
     exact_search_threshold: int = 5000
     candidates_per_source: int = 20
     rrf_k: int = 60
+    #: weighted RRF: list name (semantic, keyword, messages, message_semantic) → weight (> 0),
+    #: 1 for a list not named
+    fusion_weights: Mapping[str, float] = field(default_factory=dict)
+    #: a question naming a participant of the conversation looks first at what they said
+    #: (``speaker_focus``; message lists only)
+    speaker_focus: bool = True
+    #: chat-archive semantic list: cosine after removing the mean of the scope's vectors
+    #: (``message_index.semantic``)
+    centre_vectors: bool = True
     extraction_max_attempts: int = 5
     extraction_retry_base_s: float = 1.0
     extraction_timeout_s: float = 120.0
@@ -127,5 +136,8 @@ class LongTermOptions:
                 or self.rerank_candidates < 1):
             raise LongTermMemoryError("candidates_per_source, rrf_k, extraction_max_attempts and "
                                       "rerank_candidates must be ≥ 1")
+        if any(not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight < float("inf")
+               for weight in self.fusion_weights.values()):
+            raise LongTermMemoryError("fusion_weights must map list names to positive numbers")
         if self.message_context not in MESSAGE_CONTEXTS:
             raise LongTermMemoryError(f"message_context must be one of {list(MESSAGE_CONTEXTS)}")

@@ -127,18 +127,35 @@ def scopes_with_messages(connection: Connection, tenant: str) -> list[MemoryScop
     return [MemoryScope(tenant, row.agent_id, row.user_id) for row in rows]
 
 
+#: centring needs enough vectors for their mean to be the scope's common direction, not one message
+CENTRE_MIN_VECTORS = 8
+
+
 def semantic(connection: Connection, scope: MemoryScope, model: str, vector: Sequence[float],
-             k: int) -> list[str]:
-    """Keys (``chat_id:sequence``) of the scope's ``k`` nearest messages, exact, ties by key."""
+             k: int, centre: bool = True) -> list[str]:
+    """Keys (``chat_id:sequence``) of the scope's ``k`` nearest messages, exact, ties by key.
+
+    ``centre``: cosine after subtracting the mean of the scope's vectors from every vector and
+    from the query (when the scope holds at least ``CENTRE_MIN_VECTORS``). A small embedding
+    model puts every turn of a conversation in one narrow cone ("anisotropy"): raw cosines sit
+    close together and the turns most like an average turn (chit-chat) come near the top of
+    every question. Removing the common direction (Mu & Viswanath, "All-but-the-Top", ICLR
+    2018; the centring step of BERT-whitening) ranks by what sets a turn apart. Measured in
+    ``specs/memory-longterm.md`` (ablation)."""
     if not scope.user:
         return []
     params = _params(scope, model=model, dim=len(vector))
     where = f"{_SCOPE} AND m.embedding_model = :model AND m.embedding_dim = :dim"
     if connection.dialect.name == "postgresql":
+        distance = "embedding <=> CAST(:q AS vector)"
+        if centre:  # pgvector: avg() of vectors and vector subtraction; the mean read in the same scan
+            distance = (f"CASE WHEN centre.n >= {CENTRE_MIN_VECTORS} THEN (embedding - centre.mu) <=> "
+                        f"(CAST(:q AS vector) - centre.mu) ELSE {distance} END")
         rows = connection.execute(text(
             f"WITH scoped AS MATERIALIZED (SELECT m.chat_id, m.sequence, m.embedding "
-            f"FROM xflow_message_embeddings m WHERE {where}) "
-            "SELECT chat_id, sequence FROM scoped ORDER BY embedding <=> CAST(:q AS vector), chat_id, sequence "
+            f"FROM xflow_message_embeddings m WHERE {where}), "
+            "centre AS (SELECT avg(embedding) AS mu, count(*) AS n FROM scoped) "
+            f"SELECT chat_id, sequence FROM scoped, centre ORDER BY {distance}, chat_id, sequence "
             "LIMIT :k"), {**params, "q": vector_literal(vector), "k": k}).all()
         return [f"{row.chat_id}:{row.sequence}" for row in rows]
     import numpy
@@ -147,17 +164,42 @@ def semantic(connection: Connection, scope: MemoryScope, model: str, vector: Seq
         f"SELECT m.chat_id, m.sequence, m.embedding FROM xflow_message_embeddings m WHERE {where}"), params).all()
     if not rows:
         return []
-    matrix = numpy.frombuffer(b"".join(row.embedding for row in rows), dtype=numpy.float32)
-    scores = matrix.reshape(len(rows), len(vector)) @ numpy.asarray(vector, dtype=numpy.float32)
+    matrix = numpy.frombuffer(b"".join(row.embedding for row in rows), dtype=numpy.float32).reshape(
+        len(rows), len(vector))
+    query = numpy.asarray(vector, dtype=numpy.float32)
+    if centre and len(rows) >= CENTRE_MIN_VECTORS:
+        mean = matrix.mean(axis=0)
+        matrix, query = matrix - mean, query - mean
+        lengths = numpy.linalg.norm(matrix, axis=1)
+        matrix = matrix / numpy.where(lengths > 0, lengths, 1.0)[:, None]  # a vector at the mean scores 0
+    scores = matrix @ query
     ranked = sorted((-float(score), row.chat_id, row.sequence) for score, row in zip(scores, rows))
     return [f"{chat_id}:{sequence}" for _, chat_id, sequence in ranked[:k]]
 
 
-def texts(connection: Connection, scope: MemoryScope, keys: Sequence[str]) -> dict[str, str]:
-    """The stored text of messages of the scope, by key."""
+def _rows(connection: Connection, scope: MemoryScope, keys: Sequence[str]) -> list[Any]:
     pairs = [(key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])) for key in keys]
     if not pairs or not scope.user:
-        return {}
-    rows = connection.execute(select(_m.chat_id, _m.sequence, _m.parts).where(
-        *_scope_filter(scope), tuple_(_m.chat_id, _m.sequence).in_(pairs))).all()
-    return {f"{row.chat_id}:{row.sequence}": content_text(row.parts) for row in rows}
+        return []
+    return list(connection.execute(select(_m.chat_id, _m.sequence, _m.parts).where(
+        *_scope_filter(scope), tuple_(_m.chat_id, _m.sequence).in_(pairs))).all())
+
+
+def _parts(row: Any) -> dict[str, Any]:
+    parts = json.loads(row.parts) if isinstance(row.parts, str) else row.parts
+    return parts if isinstance(parts, dict) else {}
+
+
+def texts(connection: Connection, scope: MemoryScope, keys: Sequence[str]) -> dict[str, str]:
+    """The stored text of messages of the scope, by key."""
+    return {f"{row.chat_id}:{row.sequence}": content_text(row.parts) for row in _rows(connection, scope, keys)}
+
+
+def texts_and_speakers(connection: Connection, scope: MemoryScope,
+                       keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(stored text, the speaker's ``name`` or "") of messages of the scope, by key."""
+    found: dict[str, tuple[str, str]] = {}
+    for row in _rows(connection, scope, keys):
+        name = _parts(row).get("name")
+        found[f"{row.chat_id}:{row.sequence}"] = (content_text(row.parts), name.strip() if isinstance(name, str) else "")
+    return found
