@@ -32,7 +32,9 @@ OpenAI-compatible server, bundled weights, offline) is started on 127.0.0.1 unle
 stand-in Cohere-compatible endpoint scoring with the same small e5 model (query·passage cosine),
 so "hybrid+rerank" measures the plumbing and its latency more than a cross-encoder's gain.
 
-Run: ``python3 bench/bench_retrieval.py --mode before|after [--conversations 4] [--no-rerank]``
+Run: ``python3 bench/bench_retrieval.py --mode before|after [--conversations 4] [--no-rerank]``;
+ablations of the ranking (``after``): ``--no-stop-words``, ``--no-speaker-focus``, ``--no-centre``,
+``--fusion-weights messages=0.5``, ``--candidates N``; ``--embedding-cache FILE`` makes reruns cheap.
 """
 
 from __future__ import annotations
@@ -268,7 +270,9 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                 embedded = await memory.embed_query(question, now)
                 with memory.engine.connect() as connection:
                     keyword = [key for key, _ in search_sql.keyword_messages(connection, scope, question, LIMIT)]
-                    semantic = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0], LIMIT)
+                    semantic = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0], LIMIT,
+                                                      options.centre_vectors)
+                    focused = semantic_focused(connection, scope, question, embedded, options, message_index)
                     started = time.perf_counter()
                     hybrid = memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=(),
                                                 include_messages=True)
@@ -277,7 +281,8 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                     memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=("memory", "fact"),
                                        include_messages=False)
                     memory_ms.append((time.perf_counter() - started) * 1000)
-                found = {"keyword": keyword, "semantic": semantic, "hybrid": [h.id for h in hybrid]}
+                found = {"keyword": keyword, "semantic": semantic, "semantic+focus": focused,
+                         "hybrid": [h.id for h in hybrid]}
                 if reranking is not None:
                     started = time.perf_counter()
                     found["hybrid+rerank"] = [h.id for h in await reranking.search_messages(scope, question, now=now)]
@@ -290,6 +295,18 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
         if values:
             print(f"BENCH retrieval_latency mode=after search={name} p50_ms={percentile(values, 0.5):.2f} "
                   f"p95_ms={percentile(values, 0.95):.2f} n={len(values)}")
+
+
+def semantic_focused(connection: Any, scope: Any, question: str, embedded: Any, options: Any,
+                     message_index: Any) -> list[str]:
+    """The semantic list alone with speaker focus over its candidates: the better single list
+    that hybrid is compared with when the question names a speaker."""
+    from xflow_runtime.memory.longterm.speaker_focus import named_first, named_speakers
+
+    keys = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
+                                  options.candidates_per_source, options.centre_vectors)
+    speaker_of = {key: name for key, (_, name) in message_index.texts_and_speakers(connection, scope, keys).items()}
+    return named_first(keys, speaker_of, named_speakers(question, set(speaker_of.values()) - {""}))[:LIMIT]
 
 
 def store_as_memories(memory: Any, scope: Any, turn_of: dict[str, str], repository: Any, message_index: Any,
@@ -325,6 +342,11 @@ def main() -> None:
     parser.add_argument("--embedding-cache", help="remember vectors in this JSON file across runs (ablations)")
     parser.add_argument("--fixture-version", type=int, default=2, help="1: the first generator (no lexical "
                         "questions, no same-topic distractors), 2: the default")
+    parser.add_argument("--fusion-weights", default="", help="ablation: list=weight,… (e.g. messages=0.5)")
+    parser.add_argument("--no-speaker-focus", action="store_true", help="ablation ('after' mode)")
+    parser.add_argument("--no-centre", action="store_true", help="ablation: plain cosine ('after' mode)")
+    parser.add_argument("--no-stop-words", action="store_true", help="ablation: keyword queries keep function words")
+    parser.add_argument("--candidates", type=int, default=20, help="candidates per list before fusion")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -356,8 +378,16 @@ def main() -> None:
 
             from xflow_runtime.memory.longterm import EmbeddingModes
 
+            if args.no_stop_words:
+                from xflow_runtime.memory.longterm import search_sql
+
+                search_sql.STOP_WORDS = frozenset()  # ablation only
+            weights = {name: float(weight) for name, weight in
+                       (pair.split("=") for pair in args.fusion_weights.split(",") if pair)}
             options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode),
-                              message_context=args.message_context)
+                              message_context=args.message_context, fusion_weights=weights,
+                              speaker_focus=not args.no_speaker_focus, centre_vectors=not args.no_centre,
+                              candidates_per_source=args.candidates)
             rerank = None if args.no_rerank else replace(
                 options, rerank_model=args.rerank_model, rerank_api_key="unused",
                 rerank_api_base=args.rerank_api_base or start_rerank_standin())
