@@ -119,9 +119,12 @@ class LongTermOptions:
     embedding_modes: EmbeddingModes = SYMMETRIC
     #: embed chat messages (user/assistant text, with their context) in the background
     index_messages: bool = True
-    #: what a message's embedded text carries: "full" (date, the turn it answers, speaker),
-    #: "date-speaker", or "none" (the text alone); see ``context_text``
-    message_context: str = "full"
+    #: what a message's embedded texts carry, one vector each: "full" (date, the turn it answers,
+    #: speaker), "date-speaker", or "none" (the text alone); see ``context_text``. The first is
+    #: searched as the ``message_semantic`` list, each other one as ``message_semantic:<context>``
+    #: (all fused with the keyword list), so a turn is found whether its meaning is in itself or
+    #: in the turn it answers
+    message_contexts: tuple[str, ...] = ("full", "date-speaker")
     #: optional second stage through ``litellm.arerank`` (off unless a model is named)
     rerank_model: str | None = None
     rerank_api_base: str | None = None
@@ -139,5 +142,9 @@ class LongTermOptions:
         if any(not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight < float("inf")
                for weight in self.fusion_weights.values()):
             raise LongTermMemoryError("fusion_weights must map list names to positive numbers")
-        if self.message_context not in MESSAGE_CONTEXTS:
-            raise LongTermMemoryError(f"message_context must be one of {list(MESSAGE_CONTEXTS)}")
+        if isinstance(self.message_contexts, str):  # one context named in a config file
+            object.__setattr__(self, "message_contexts", (self.message_contexts,))
+        object.__setattr__(self, "message_contexts", tuple(self.message_contexts))
+        if (not self.message_contexts or len(set(self.message_contexts)) != len(self.message_contexts)
+                or any(context not in MESSAGE_CONTEXTS for context in self.message_contexts)):
+            raise LongTermMemoryError(f"message_contexts must name distinct contexts of {list(MESSAGE_CONTEXTS)}")

@@ -34,6 +34,13 @@ from xflow_runtime.memory.longterm.time_query import resolve_time
 MESSAGE = "message:"
 
 
+def semantic_list_name(position: int, context: str) -> str:
+    """The fused list of the chat archive's vectors of ``context``: ``message_semantic`` for the
+    first of ``LongTermOptions.message_contexts`` (its weight in ``fusion_weights`` keeps its
+    name), ``message_semantic:<context>`` for each other one."""
+    return "message_semantic" if position == 0 else f"message_semantic:{context}"
+
+
 class HybridSearch:
     def __init__(self, options: LongTermOptions, embedder: Embedder, today: Callable[[], date]):
         self.options = options
@@ -82,9 +89,11 @@ class HybridSearch:
             found = search_sql.keyword_messages(connection, scope, query, k)
             message_text = {MESSAGE + key: text for key, text in found}
             ranked["messages"] = [MESSAGE + key for key, _ in found]
-            if embedded is not None:
-                ranked["message_semantic"] = [MESSAGE + key for key in message_index.semantic(
-                    connection, scope, embedded.model, embedded.vectors[0], k, self.options.centre_vectors)]
+            if embedded is not None:  # one list per context kind: never compared with each other
+                for position, context in enumerate(self.options.message_contexts):
+                    ranked[semantic_list_name(position, context)] = [MESSAGE + key for key in message_index.semantic(
+                        connection, scope, embedded.model, embedded.vectors[0], k, self.options.centre_vectors,
+                        context)]
             if self.options.speaker_focus:
                 self._focus(connection, scope, query, ranked, message_text)
         return ranked, known, message_text
@@ -93,14 +102,14 @@ class HybridSearch:
     def _focus(connection: Any, scope: MemoryScope, query: str, ranked: dict[str, list[str]],
                message_text: dict[str, str]) -> None:
         """Speaker focus on the message lists (in place); the texts read on the way are kept."""
-        candidates = list(dict.fromkeys(ranked.get("messages", []) + ranked.get("message_semantic", [])))
+        lists = [name for name in ranked if name == "messages" or name.startswith("message_semantic")]
+        candidates = list(dict.fromkeys(key for name in lists for key in ranked[name]))
         found = message_index.texts_and_speakers(connection, scope, [key.removeprefix(MESSAGE) for key in candidates])
         speaker_of = {MESSAGE + key: name for key, (_, name) in found.items()}
         message_text.update({MESSAGE + key: said for key, (said, _) in found.items()})
         named = named_speakers(query, {name for name in speaker_of.values() if name})
-        for name in ("messages", "message_semantic"):
-            if name in ranked:
-                ranked[name] = named_first(ranked[name], speaker_of, named)
+        for name in lists:
+            ranked[name] = named_first(ranked[name], speaker_of, named)
 
     def search_sync(self, connection: Any, scope: MemoryScope, query: str, embedded: Embedded | None, *,
                     limit: int, kinds: Sequence[MemoryKind], include_messages: bool) -> list[SearchHit]:
