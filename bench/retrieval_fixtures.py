@@ -11,6 +11,18 @@ evidence (a "pet" for a dog, an "instrument" for a cello) and fall into LoCoMo's
 evidence turn says "last weekend", the answer is a date), 3 open-domain (an inference from the
 evidence), 4 single-hop (one evidence turn).
 
+Version 2 (the default; ``version=1`` reproduces the first generator exactly) fixes two ways in
+which version 1 was no honest measure (``specs/memory-longterm.md``, "Quality benchmark"):
+
+* every single-hop question of version 1 shared no content word with its evidence — unlike
+  people's questions (and LoCoMo's, where keyword search alone finds 0.56 of the evidence), so
+  a keyword list could only add noise. Now about half of them (seeded) are asked as people ask
+  after hearing the fact, reusing one of its words ("What is the name of Caroline's puppy?");
+  the rest stay paraphrases;
+* the only distractor of a fact was the *other* speaker's remark in the same session. Now the
+  subject also talks about the same topic in another session without the fact ("I keep
+  browsing puppy photos online …"): same speaker, same topic, wrong turn — the hard case.
+
 Format (as LoCoMo's): ``[{"sample_id", "conversation": {"speaker_a", "speaker_b",
 "session_N_date_time": "1:56 pm on 8 May, 2023", "session_N": [{"speaker", "dia_id": "DN:i",
 "text"}]}, "qa": [{"question", "answer", "evidence": ["DN:i"], "category"}]}]``.
@@ -97,6 +109,49 @@ TEMPORAL = {"dog": "When did {A} adopt her puppy?", "marathon": "When did {A} ru
             "move": "When did {A} move house?", "car": "When did {A} buy the Subaru?",
             "hike": "When did {A} go to Lake Tahoe?", "kitten": "When did the kitten arrive at {A}'s?"}
 
+# version 2: a question reusing a word of the evidence (as people ask), and the subject on the same
+# topic in another session without the fact
+LEXICAL: dict[str, tuple[str, str]] = {
+    "dog": ("What is the name of {A}'s puppy?", "Biscuit"),
+    "pottery": ("What did {A} make in her first pottery class?", "a lopsided bowl"),
+    "promotion": ("What was {A} promoted to?", "head nurse"),
+    "hike": ("Where did {A} go hiking?", "around Lake Tahoe"),
+    "cello": ("Which lessons has {A} started again?", "cello lessons"),
+    "marathon": ("How long did {A}'s first half marathon take?", "just under two hours"),
+    "vegetarian": ("What has {A} stopped eating?", "meat"),
+    "move": ("What is {A}'s new flat close to?", "the river"),
+    "sister": ("Who is getting married in {A}'s family?", "her sister Hannah"),
+    "car": ("What did {A} buy when her old car died?", "a second-hand Subaru"),
+    "shelter": ("What does {A} do at the animal shelter?", "walks the older dogs"),
+    "novel": ("Which book could {A} not put down?", "The Overstory"),
+    "garden": ("What did {A} plant on her balcony?", "tomatoes and basil"),
+    "spanish": ("How often does {A} have classes before work?", "twice a week"),
+    "kitten": ("Where does {A}'s kitten sleep?", "on her keyboard"),
+    "lisbon": ("What did {A} eat too many of in Lisbon?", "custard tarts"),
+    "degree": ("What online degree did {A} enrol in?", "psychology"),
+    "painting": ("What did {A} paint for the hallway?", "a sunrise over the lake"),
+}
+SAME_TOPIC: dict[str, str] = {
+    "dog": "I keep browsing puppy photos online, maybe one day we'll get a dog.",
+    "pottery": "I'd love to try something with my hands, maybe ceramics or woodwork.",
+    "promotion": "Long shifts at the hospital again, the ward was short-staffed.",
+    "hike": "I bought new hiking boots, they still pinch a bit.",
+    "cello": "I found my old music stand in the attic, covered in dust.",
+    "marathon": "Training is going okay, my knees complain after long runs.",
+    "vegetarian": "I've been cooking a lot more with lentils and beans lately.",
+    "move": "We've been viewing flats every weekend, nothing feels right yet.",
+    "sister": "My sister and I went dress shopping, it took hours.",
+    "car": "The car made a horrible noise again on the motorway.",
+    "shelter": "The older dogs are the hardest to rehome, it breaks my heart.",
+    "novel": "I have a stack of unread books on my nightstand.",
+    "garden": "I bought some pots and soil, my balcony gets a lot of sun.",
+    "spanish": "I downloaded a language app, but I keep forgetting to use it.",
+    "kitten": "My friend's cat just had a litter of kittens.",
+    "lisbon": "I'm looking at flights to Portugal for the spring.",
+    "degree": "I've been reading a lot about psychology, it fascinates me.",
+    "painting": "I dug out my old watercolours, my brush skills are rusty.",
+}
+
 PROMPTS = ["Any news since we last talked?", "So what have you been up to?", "How did the last few weeks go?",
            "What's new with you?", "Anything exciting happening?"]
 CHATTER = ["Hey! How have you been?", "Pretty good, busy week though.", "That sounds amazing!",
@@ -114,9 +169,14 @@ def _when(date: datetime) -> str:
 
 
 def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: int = 10,
-             prompted: bool = False) -> list[dict[str, Any]]:
-    """``prompted``: every fact answers a question of the other speaker ("Any news?")."""
+             prompted: bool = False, version: int = 2) -> list[dict[str, Any]]:
+    """``prompted``: every fact answers a question of the other speaker ("Any news?");
+    ``version``: 1 = the first generator (kept for comparison), 2 = lexical questions and
+    same-topic distractors too (module docstring)."""
+    if version not in (1, 2):
+        raise ValueError(f"version must be 1 or 2, found {version!r}")
     rng = random.Random(seed)
+    more = random.Random(f"{seed}-v2")  # version 2's choices: version 1's draws stay the same
     samples = []
     for number in range(conversations):
         a, b = rng.sample(NAMES, 2)
@@ -127,6 +187,9 @@ def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: 
         placement = {fact[0]: (rng.randrange(sessions), a if index % 4 or fact[0] in paired else b)
                      for index, fact in enumerate(facts)}
         conversation: dict[str, Any] = {"speaker_a": a, "speaker_b": b}
+        # version 2: the subject on the same topic, in another session
+        aside = {fact[0]: more.choice([s for s in range(sessions) if s != placement[fact[0]][0]])
+                 for fact in facts} if version == 2 and sessions > 1 else {}
         evidence: dict[str, str] = {}
         dates: dict[int, datetime] = {}
         when = start
@@ -147,6 +210,9 @@ def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: 
                                     (other, rng.choice(["That's wonderful!", "Wow, good for you!", "No way, really?"]),
                                      None)]
                     lines.insert(rng.randrange(1, len(lines)), (other, fact[5], None))
+            for fact in facts:
+                if aside.get(fact[0]) == session:
+                    lines.insert(more.randrange(1, len(lines) + 1), (placement[fact[0]][1], SAME_TOPIC[fact[0]], None))
             dialogue = []
             for index, (speaker, text, fact_id) in enumerate(lines, start=1):
                 dia_id = f"D{session + 1}:{index}"
@@ -159,7 +225,10 @@ def generate(seed: int = 14, conversations: int = 3, sessions: int = 12, turns: 
         by_id = {fact[0]: fact for fact in facts}
         for fact_id, (session, subject) in placement.items():
             fact = by_id[fact_id]
-            qa.append({"question": fact[2].format(A=subject), "answer": fact[3], "evidence": [evidence[fact_id]],
+            question, answer = fact[2], fact[3]
+            if version == 2 and more.random() < 0.5:
+                question, answer = LEXICAL[fact_id]
+            qa.append({"question": question.format(A=subject), "answer": answer, "evidence": [evidence[fact_id]],
                        "category": 4})
             if fact[4]:
                 qa.append({"question": fact[4].format(A=subject), "answer": "yes", "evidence": [evidence[fact_id]],

@@ -150,12 +150,14 @@ class MessageEmbeddingRow(Base):
         ForeignKeyConstraint(["chat_id", "sequence"], ["xflow_chat_messages.chat_id", "xflow_chat_messages.sequence"],
                              ondelete="CASCADE", name="fk_xflow_message_embeddings_message"),
         Index("ix_xflow_message_embeddings_scope", "tenant_id", "agent_id", "user_id", "embedding_model",
-              "embedding_dim"),
+              "embedding_dim", "context"),
         Index("ix_xflow_message_embeddings_user", "tenant_id", "user_id"),
     )
 
     chat_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     sequence: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    #: what the embedded text carried (``context_text.MESSAGE_CONTEXTS``): one row per context
+    context: Mapped[str] = mapped_column(String(16), primary_key=True, server_default="full")
     tenant_id: Mapped[str] = mapped_column(String(255))
     agent_id: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[str] = mapped_column(String(255))

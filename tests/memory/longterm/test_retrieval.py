@@ -59,11 +59,16 @@ async def test_messages_are_embedded_in_context_in_the_background(
     assert embedded_inputs(model_server) == [
         "[Monday 8 May 2023] Caroline: How was your weekend?",
         "[Monday 8 May 2023] Caroline: How was your weekend?\nAssistant: I went to a pottery class on Saturday.",
-        "[Monday 8 May 2023] Assistant: I went to a pottery class on Saturday.\nUser: Nice! Did you make a bowl?"]
+        "[Monday 8 May 2023] Assistant: I went to a pottery class on Saturday.\nUser: Nice! Did you make a bowl?",
+        # the second vector of each message: date and speaker, without the turn it answers
+        "[Monday 8 May 2023] Caroline: How was your weekend?",
+        "[Monday 8 May 2023] Assistant: I went to a pottery class on Saturday.",
+        "[Monday 8 May 2023] User: Nice! Did you make a bowl?"]
     hits = await memory.search_messages(DANA, "pottery bowl")
     assert {hit.text for hit in hits[:2]} == {TURN[1]["content"], TURN[2]["content"]}  # stored text unchanged
-    assert set(hits[0].ranks) == {"messages", "message_semantic"}
-    assert hits[2].text == TURN[0]["content"] and set(hits[2].ranks) == {"message_semantic"}
+    assert set(hits[0].ranks) == {"messages", "message_semantic", "message_semantic:date-speaker"}
+    assert hits[2].text == TURN[0]["content"]
+    assert set(hits[2].ranks) == {"message_semantic", "message_semantic:date-speaker"}
     # only dana's chats with this agent: eve's message was never indexed (nobody kicked her
     # scope) and is not found through dana; another agent of dana's sees nothing
     assert "cracked" not in " ".join(embedded_inputs(model_server))
@@ -79,7 +84,7 @@ async def test_messages_are_embedded_in_context_in_the_background(
     ("none", "I went to a pottery class on Saturday.")])
 async def test_the_message_context_can_be_narrowed(sqlite_url: str, model_server: ScriptedModelServer,
                                                    context: str, expected: str) -> None:
-    async with LongTermMemory.open(sqlite_url, options_for(model_server, message_context=context)) as memory:
+    async with LongTermMemory.open(sqlite_url, options_for(model_server, message_contexts=(context,))) as memory:
         await append(memory, "dana", TURN)
         assert await memory.index_messages(DANA) == 3
     assert embedded_inputs(model_server)[1] == expected
@@ -92,8 +97,10 @@ async def test_a_message_without_text_is_not_embedded_and_not_pending(
                                   {"role": "assistant", "content": None, "tool_calls": [call]},
                                   {"role": "tool", "tool_call_id": "c1", "content": "shipped"},
                                   {"role": "assistant", "content": "It shipped."}])
-    assert await memory.index_messages(DANA) == 3  # user, tool-call request (no vector), reply
-    assert embedded_inputs(model_server)[-1] == "[Monday 8 May 2023] User: Check my order\nAssistant: It shipped."
+    assert await memory.index_messages(DANA) == 6  # user, tool-call request (no vector), reply; two contexts
+    assert embedded_inputs(model_server)[-3:] == ["[Monday 8 May 2023] User: Check my order\nAssistant: It shipped.",
+                                                  "[Monday 8 May 2023] User: Check my order",
+                                                  "[Monday 8 May 2023] Assistant: It shipped."]
     assert await memory.index_messages(DANA) == 0
 
 
@@ -112,7 +119,7 @@ async def test_deleting_a_chat_or_erasing_its_user_deletes_its_message_vectors(m
         await chats.delete_chat(chat.id, tenant="acme")
     assert message_vectors(memory) == 0
     await append(memory, "dana", TURN, session="s2")
-    assert await memory.index_messages(DANA) == 3 and message_vectors(memory) == 3
+    assert await memory.index_messages(DANA) == 6 and message_vectors(memory) == 6  # two contexts each
     await memory.erase_user("acme", "dana")
     assert message_vectors(memory) == 0
 
@@ -217,7 +224,7 @@ async def test_reindex_is_one_command(sqlite_url: str, model_server: ScriptedMod
                                           "--embedding-model", EMBEDDING_MODEL, "--embedding-mode", "e5",
                                           "--api-base", model_server.api_base, "--json"])
     out = capsys.readouterr().out
-    assert code == 0 and '"memories": 1' in out and '"messages": 3' in out
+    assert code == 0 and '"memories": 1' in out and '"messages": 6' in out  # 3 messages, 2 contexts
     assert all(text.startswith("passage: ") for text in embedded_inputs(model_server))
     code = await asyncio.to_thread(main, ["memory", "reindex", "--db", sqlite_url, "--embedding-model", "m",
                                           "--embedding-mode", "nonsense"])

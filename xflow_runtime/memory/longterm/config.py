@@ -107,6 +107,15 @@ class LongTermOptions:
     scope_index_threshold: int = 1000
     candidates_per_source: int = 20
     rrf_k: int = 60
+    #: weighted RRF: list name (semantic, keyword, messages, message_semantic) → weight (> 0),
+    #: 1 for a list not named
+    fusion_weights: Mapping[str, float] = field(default_factory=dict)
+    #: a question naming a participant of the conversation looks first at what they said
+    #: (``speaker_focus``; message lists only)
+    speaker_focus: bool = True
+    #: chat-archive semantic list: cosine after removing the mean of the scope's vectors
+    #: (``message_index.semantic``)
+    centre_vectors: bool = True
     extraction_max_attempts: int = 5
     extraction_retry_base_s: float = 1.0
     extraction_timeout_s: float = 120.0
@@ -115,9 +124,12 @@ class LongTermOptions:
     embedding_modes: EmbeddingModes = SYMMETRIC
     #: embed chat messages (user/assistant text, with their context) in the background
     index_messages: bool = True
-    #: what a message's embedded text carries: "full" (date, the turn it answers, speaker),
-    #: "date-speaker", or "none" (the text alone); see ``context_text``
-    message_context: str = "full"
+    #: what a message's embedded texts carry, one vector each: "full" (date, the turn it answers,
+    #: speaker), "date-speaker", or "none" (the text alone); see ``context_text``. The first is
+    #: searched as the ``message_semantic`` list, each other one as ``message_semantic:<context>``
+    #: (all fused with the keyword list), so a turn is found whether its meaning is in itself or
+    #: in the turn it answers
+    message_contexts: tuple[str, ...] = ("full", "date-speaker")
     #: optional second stage through ``litellm.arerank`` (off unless a model is named)
     rerank_model: str | None = None
     rerank_api_base: str | None = None
@@ -132,5 +144,12 @@ class LongTermOptions:
                 or self.rerank_candidates < 1):
             raise LongTermMemoryError("candidates_per_source, rrf_k, extraction_max_attempts and "
                                       "rerank_candidates must be ≥ 1")
-        if self.message_context not in MESSAGE_CONTEXTS:
-            raise LongTermMemoryError(f"message_context must be one of {list(MESSAGE_CONTEXTS)}")
+        if any(not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight < float("inf")
+               for weight in self.fusion_weights.values()):
+            raise LongTermMemoryError("fusion_weights must map list names to positive numbers")
+        if isinstance(self.message_contexts, str):  # one context named in a config file
+            object.__setattr__(self, "message_contexts", (self.message_contexts,))
+        object.__setattr__(self, "message_contexts", tuple(self.message_contexts))
+        if (not self.message_contexts or len(set(self.message_contexts)) != len(self.message_contexts)
+                or any(context not in MESSAGE_CONTEXTS for context in self.message_contexts)):
+            raise LongTermMemoryError(f"message_contexts must name distinct contexts of {list(MESSAGE_CONTEXTS)}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 ANSWERED_CHARS = 300
-#: ``LongTermOptions.message_context``: what a message's embedded text carries
+#: ``LongTermOptions.message_contexts``: what a message's embedded texts carry (one vector each)
 MESSAGE_CONTEXTS = ("full", "date-speaker", "none")
 MESSAGE_CHARS = 4000  # the embedding model reads a few hundred tokens at most
 

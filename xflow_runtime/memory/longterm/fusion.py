@@ -1,6 +1,9 @@
-"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009): pure, deterministic.
+"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009), optionally weighted: pure,
+deterministic.
 
-``score(d) = Σ_lists 1 / (k + rank_list(d))`` with 1-based ranks and ``k = 60``. Ties are broken
+``score(d) = Σ_lists w_list / (k + rank_list(d))`` with 1-based ranks, ``k = 60`` and
+``w_list = 1`` unless ``weights`` names the list (weighted RRF, as Elasticsearch's and
+Vespa's hybrid search offer: a list known to be less precise counts for less). Ties are broken
 by the best single rank, then by the number of lists the item appears in, then by the key — so
 the same inputs always give the same order.
 """
@@ -19,8 +22,11 @@ class Fused:
 
 
 def reciprocal_rank_fusion(ranked: Mapping[str, Sequence[Hashable]], *, k: int = 60,
-                           limit: int | None = None) -> list[Fused]:
-    """Fuse ranked lists (name → keys, best first; a key repeated in one list counts once)."""
+                           limit: int | None = None,
+                           weights: Mapping[str, float] | None = None) -> list[Fused]:
+    """Fuse ranked lists (name → keys, best first; a key repeated in one list counts once);
+    ``weights``: name → weight (> 0) of a list, 1 for a list not named."""
+    weight = weights or {}
     ranks: dict[Hashable, dict[str, int]] = {}
     for name in sorted(ranked):
         seen: set[Hashable] = set()
@@ -29,7 +35,7 @@ def reciprocal_rank_fusion(ranked: Mapping[str, Sequence[Hashable]], *, k: int =
                 continue
             seen.add(key)
             ranks.setdefault(key, {})[name] = position
-    fused = [Fused(key, sum(1.0 / (k + rank) for rank in per_list.values()), per_list)
+    fused = [Fused(key, sum(weight.get(name, 1.0) / (k + rank) for name, rank in per_list.items()), per_list)
              for key, per_list in ranks.items()]
     fused.sort(key=lambda item: (-item.score, min(item.ranks.values()), -len(item.ranks), repr(item.key)))
     return fused if limit is None else fused[:limit]

@@ -1,7 +1,8 @@
 """Embeds chat messages in the background, off the reply path (like fact extraction).
 
 ``kick(scope)`` after a turn is stored returns at once; one task per event loop embeds the
-scope's pending messages (their contextual text) in batches. Nothing is queued in a table: a
+scope's pending messages (their contextual text, once per ``LongTermOptions.message_contexts``:
+one embedding call more per message for each extra context, all off the reply path) in batches. Nothing is queued in a table: a
 message without a vector row *is* the work, so a crash or a failed embedding call loses nothing
 — the next kick for that scope (or ``xflow memory reindex``) picks the messages up again.
 """
@@ -27,7 +28,7 @@ class MessageIndexer:
     def __init__(self, engine: Engine, embedder: Embedder):
         self._engine = engine
         self._embedder = embedder
-        self._context = embedder.options.message_context
+        self._contexts = embedder.options.message_contexts
         self._waiting: dict[asyncio.AbstractEventLoop, set[MemoryScope]] = {}
         self._worker = PerLoopTask("xflow-message-indexing", self._drain)
 
@@ -55,25 +56,35 @@ class MessageIndexer:
                 _log.exception("indexing chat messages failed")
 
     async def index(self, scope: MemoryScope) -> int:
-        """Embed every pending message of ``scope`` now; returns how many got a row. Stops at
-        the first failed embedding call (logged by the embedder; retried on the next kick)."""
+        """Embed every pending message of ``scope`` in each context now; returns how many rows
+        were written (a message counts once per context). Stops at the first failed embedding
+        call (logged by the embedder; retried on the next kick)."""
+        done = 0
+        for context in self._contexts:
+            written, complete = await self._index_context(scope, context)
+            done += written
+            if not complete:
+                break
+        return done
+
+    async def _index_context(self, scope: MemoryScope, context: str) -> tuple[int, bool]:
         done = 0
         while True:
-            batch = await asyncio.to_thread(self._pending, scope)
+            batch = await asyncio.to_thread(self._pending, scope, context)
             if not batch:
-                return done
+                return done, True
             with_text = [message for message in batch if message.text is not None]
             embedded = await self._embedder.embed([m.text or "" for m in with_text], "document") \
                 if with_text else None
             if with_text and embedded is None:
-                return done
+                return done, False
             by_key = dict(zip(((m.chat_id, m.sequence) for m in with_text), embedded.vectors if embedded else []))
             vectors = [by_key.get((m.chat_id, m.sequence)) for m in batch]
             done += await asyncio.to_thread(self._store, scope, batch, embedded.model if embedded else None, vectors)
 
-    def _pending(self, scope: MemoryScope) -> list[message_index.PendingMessage]:
+    def _pending(self, scope: MemoryScope, context: str) -> list[message_index.PendingMessage]:
         with self._engine.connect() as connection:
-            return message_index.pending(connection, scope, BATCH, self._context)
+            return message_index.pending(connection, scope, BATCH, context)
 
     def _store(self, scope: MemoryScope, batch: list[message_index.PendingMessage], model: str | None,
                vectors: list[list[float] | None]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine, or_, select, update
@@ -32,7 +33,7 @@ class ReindexReport:
     tenant: str
     space: str
     memories: int  # memories and facts re-embedded
-    messages: int  # chat messages (re-)indexed
+    messages: int  # message vectors (re-)indexed: one per chat message and context kind
 
     def to_dict(self) -> dict[str, Any]:
         return {"tenant": self.tenant, "space": self.space, "memories": self.memories, "messages": self.messages}
@@ -74,17 +75,18 @@ async def reindex_tenant(engine: Engine, embedder: Embedder, indexer: MessageInd
 
     def forget_messages() -> list[Any]:
         with write_transaction(engine) as connection:
-            message_index.drop_other_spaces(connection, tenant, None if force else space)
+            message_index.drop_other_spaces(connection, tenant, None if force else space,
+                                            embedder.options.message_contexts)
             return message_index.scopes_with_messages(connection, tenant)
 
     messages = 0
     for scope in await asyncio.to_thread(forget_messages):
         messages += await indexer.index(scope)
-        if await asyncio.to_thread(_has_pending, engine, scope):
+        if await asyncio.to_thread(_has_pending, engine, scope, embedder.options.message_contexts):
             raise LongTermMemoryError(f"the embedding call failed after {messages} messages; run reindex again")
     return ReindexReport(tenant, space, done, messages)
 
 
-def _has_pending(engine: Engine, scope: Any) -> bool:
+def _has_pending(engine: Engine, scope: Any, contexts: Sequence[str]) -> bool:
     with engine.connect() as connection:
-        return bool(message_index.pending(connection, scope, 1))
+        return any(message_index.pending(connection, scope, 1, context) for context in contexts)

@@ -7,9 +7,12 @@ Lists (each up to ``candidates_per_source``):
   keyword and by their contextual vectors (``include_messages``; never for anonymous scopes).
 
 The query is embedded in the model's *query* mode, with relative dates written out against the
-conversation's time (``time_query``); the keyword lists get the question as asked. With a
-reranker configured, the best ``rerank_candidates`` fused hits are reordered by it (a failure
-keeps the fused order) before the limit is applied.
+conversation's time (``time_query``); the keyword lists get the question as asked (less its
+function words, ``search_sql.STOP_WORDS``). When the question names a participant of the
+conversation, each message list puts what that participant said first (``speaker_focus``,
+``LongTermOptions.speaker_focus``). Fusion is RRF, weighted per list by
+``LongTermOptions.fusion_weights``. With a reranker configured, the best ``rerank_candidates``
+fused hits are reordered by it (a failure keeps the fused order) before the limit is applied.
 """
 
 from __future__ import annotations
@@ -25,9 +28,17 @@ from xflow_runtime.memory.longterm.fusion import reciprocal_rank_fusion
 from xflow_runtime.memory.longterm.records import Memory, MemoryKind, SearchHit
 from xflow_runtime.memory.longterm.rerank import Reranker
 from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.memory.longterm.speaker_focus import named_first, named_speakers
 from xflow_runtime.memory.longterm.time_query import resolve_time
 
 MESSAGE = "message:"
+
+
+def semantic_list_name(position: int, context: str) -> str:
+    """The fused list of the chat archive's vectors of ``context``: ``message_semantic`` for the
+    first of ``LongTermOptions.message_contexts`` (its weight in ``fusion_weights`` keeps its
+    name), ``message_semantic:<context>`` for each other one."""
+    return "message_semantic" if position == 0 else f"message_semantic:{context}"
 
 
 class HybridSearch:
@@ -78,17 +89,35 @@ class HybridSearch:
             found = search_sql.keyword_messages(connection, scope, query, k)
             message_text = {MESSAGE + key: text for key, text in found}
             ranked["messages"] = [MESSAGE + key for key, _ in found]
-            if embedded is not None:
-                ranked["message_semantic"] = [MESSAGE + key for key in message_index.semantic(
-                    connection, scope, embedded.model, embedded.vectors[0], k)]
+            if embedded is not None:  # one list per context kind: never compared with each other
+                for position, context in enumerate(self.options.message_contexts):
+                    ranked[semantic_list_name(position, context)] = [MESSAGE + key for key in message_index.semantic(
+                        connection, scope, embedded.model, embedded.vectors[0], k, self.options.centre_vectors,
+                        context)]
+            if self.options.speaker_focus:
+                self._focus(connection, scope, query, ranked, message_text)
         return ranked, known, message_text
+
+    @staticmethod
+    def _focus(connection: Any, scope: MemoryScope, query: str, ranked: dict[str, list[str]],
+               message_text: dict[str, str]) -> None:
+        """Speaker focus on the message lists (in place); the texts read on the way are kept."""
+        lists = [name for name in ranked if name == "messages" or name.startswith("message_semantic")]
+        candidates = list(dict.fromkeys(key for name in lists for key in ranked[name]))
+        found = message_index.texts_and_speakers(connection, scope, [key.removeprefix(MESSAGE) for key in candidates])
+        speaker_of = {MESSAGE + key: name for key, (_, name) in found.items()}
+        message_text.update({MESSAGE + key: said for key, (said, _) in found.items()})
+        named = named_speakers(query, {name for name in speaker_of.values() if name})
+        for name in lists:
+            ranked[name] = named_first(ranked[name], speaker_of, named)
 
     def search_sync(self, connection: Any, scope: MemoryScope, query: str, embedded: Embedded | None, *,
                     limit: int, kinds: Sequence[MemoryKind], include_messages: bool) -> list[SearchHit]:
         """The database part of a search (lists, fusion, rows), on an open connection."""
         ranked, known, message_text = self.lists(connection, scope, query, embedded, kinds=kinds,
                                                  include_messages=include_messages)
-        fused = reciprocal_rank_fusion(ranked, k=self.options.rrf_k, limit=limit)
+        fused = reciprocal_rank_fusion(ranked, k=self.options.rrf_k, limit=limit,
+                                       weights=self.options.fusion_weights)
         keys = [str(item.key) for item in fused]
         missing = [key for key in keys if not key.startswith(MESSAGE) and key not in known]
         rows = {**known, **repository.get_many(connection, scope, missing)}

@@ -7,7 +7,10 @@
   re-sorted exactly, and checked: fewer than ``min(k, vectors in scope)`` rows → exact search.
   SQLite: the scope's vectors are read and scored in-process (numpy).
 * keyword — PostgreSQL FTS (``simple`` configuration, OR of the query's words, ``ts_rank_cd``)
-  or SQLite FTS5 (``bm25``), over memories and over the user's chat messages.
+  or SQLite FTS5 (``bm25``), over memories and over the user's chat messages. The query's
+  English function words (``STOP_WORDS``) are left out unless nothing else is left: with OR
+  semantics "what", "did", "her" match most turns of a conversation and filled the keyword list
+  with turns the question does not name (``specs/memory-longterm.md``, ablation).
 """
 
 from __future__ import annotations
@@ -26,12 +29,27 @@ MAX_QUERY_WORDS = 32
 _SCOPE = "m.tenant_id = :tenant AND m.agent_id = :agent AND m.user_id = :user"
 
 
+#: English function words (question words, pronouns, auxiliaries, articles, prepositions): the
+#: classic stop list of keyword search, kept short; words of other languages are kept as asked.
+STOP_WORDS = frozenset(
+    "a about after again all am an and any are as at be been before being both but by can could "
+    "did do does doing during each few for from had has have having he her here hers herself him "
+    "himself his how i if in into is it its itself just me more most my myself no nor not now of "
+    "off on once only or other our ours ourselves out over own same she should so some such than "
+    "that the their theirs them themselves then there these they this those through to too under "
+    "until up very was we were what when where which while who whom why will with would you your "
+    "yours yourself yourselves".split())
+
+
 def query_words(query: str) -> list[str]:
+    """The distinct words of ``query`` (casefolded, at most ``MAX_QUERY_WORDS``) without
+    ``STOP_WORDS`` — all of them when only stop words are there ("who is she?")."""
     words: list[str] = []
     for word in _WORD.findall(query.casefold()):
         if word not in words:
             words.append(word)
-    return words[:MAX_QUERY_WORDS]
+    content = [word for word in words if word not in STOP_WORDS]
+    return (content or words)[:MAX_QUERY_WORDS]
 
 
 def _params(scope: MemoryScope, **extra: Any) -> dict[str, Any]:
