@@ -140,7 +140,7 @@ def test_the_migration_keeps_existing_vectors_as_full_context(tmp_path: Path) ->
     with write_transaction(engine) as connection:
         config = _config()
         config.attributes["connection"] = connection
-        command.upgrade(config, "0008_a2a_push_configs")
+        command.upgrade(config, "0009_scope_vector_indexes")
     asyncio.run(ChatMemory(engine).append_turn(ChatScope(agent="support", session="s1", user="dana", tenant="acme"),
                                                [{"role": "user", "content": "hello"}], model="gpt-4o"))
     with write_transaction(engine) as connection:

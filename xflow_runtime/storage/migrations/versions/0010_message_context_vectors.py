@@ -1,8 +1,8 @@
 """message context vectors: a chat message gets one vector per context kind (the turn with the
 turn it answers, and the turn with date and speaker only), searched as separate lists
 
-Revision ID: 0011_message_context_vectors
-Revises: 0008_a2a_push_configs
+Revision ID: 0010_message_context_vectors
+Revises: 0009_scope_vector_indexes
 
 ``context`` joins the primary key (chat_id, sequence, context) and the scope index, so vectors
 of different context kinds are never compared. Rows already there were embedded with the
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_message_context_vectors"
-down_revision = "0008_a2a_push_configs"
+revision = "0010_message_context_vectors"
+down_revision = "0009_scope_vector_indexes"
 branch_labels = None
 depends_on = None
 
