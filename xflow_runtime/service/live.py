@@ -30,9 +30,10 @@ class Item:
 
 
 class Subscription:
-    def __init__(self) -> None:
+    def __init__(self, tokens: bool = True) -> None:
         self.queue: asyncio.Queue[Item] = asyncio.Queue(QUEUE_LIMIT + 1)
         self.overflowed = False
+        self.tokens = tokens  # reads reply tokens (a stream); False: only records (a waiting request)
 
     def put(self, item: Item) -> None:
         if self.overflowed:
@@ -125,9 +126,16 @@ class LiveHub:
             subscription.put(item)
 
     # --- read by the routes ------------------------------------------------------------------
+    def wants_tokens(self, instance_id: str) -> bool:
+        """Whether a subscriber of the instance reads reply tokens: the runtime streams an LLM call
+        only then (a streamed call costs more CPU; a chat request that waits for the reply record
+        does not read tokens). A stream that subscribes during a call gets that call's text in
+        its record only."""
+        return any(subscription.tokens for subscription in self._subscribers.get(instance_id, ()))
+
     @contextmanager
-    def subscribe(self, instance_id: str) -> Iterator[Subscription]:
-        subscription = Subscription()
+    def subscribe(self, instance_id: str, *, tokens: bool = True) -> Iterator[Subscription]:
+        subscription = Subscription(tokens)
         self._subscribers.setdefault(instance_id, set()).add(subscription)
         try:
             yield subscription
