@@ -98,6 +98,24 @@ def test_only_a_turn_someone_streams_asks_the_model_for_a_stream(client, keys, m
     assert [_streamed(r) for r in model_server.chat_requests[before:]] == [True]
 
 
+def test_a_message_to_a_waiting_instance_reads_no_row_yet_sees_owners_and_cancellations(client, keys) -> None:
+    """The chat route takes "waiting" from the hub when this process saw the agent answer; the
+    owner check and a cancellation made here still apply (specs/service.md, "Chat")."""
+    instance_id = start_chat(client, keys["a/ann"])
+    first = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "one"}, headers=bearer(keys["a/ann"]))
+    assert first.status_code == 200, first.text
+    for other in ("a/al", "b", "b/bob"):  # another user of the tenant, another tenant's service and user
+        assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "mine?"},
+                                   headers=bearer(keys[other])), 404)
+    service_key = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "two"},
+                              headers=bearer(keys["a"]))  # the tenant's service credential reaches it
+    assert service_key.status_code == 200, service_key.text
+    assert client.post(f"/v1/instances/{instance_id}/cancel", headers=bearer(keys["a/ann"])).status_code == 202
+    problem = assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "three"},
+                                         headers=bearer(keys["a/ann"])), 409)
+    assert problem["instance_status"] == "cancelled"
+
+
 def _server_timing(response: httpx.Response) -> dict[str, float]:
     found = {}
     for metric in response.headers["server-timing"].split(","):

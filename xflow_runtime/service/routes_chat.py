@@ -51,8 +51,7 @@ async def post_message(instance_id: str, request: Request, principal: Principal 
                        accept: str | None = Header(None)) -> Any:
     state: ServiceState = request.app.state.xflow
     message = await model_body(request, ChatMessage)
-    row = await state.owned(principal, instance_id)
-    status = status_of(row, await state.last_event(instance_id))
+    status = await state.chat_status(principal, instance_id)
     if status != "waiting":
         raise Problem("instance-not-awaiting-input", f"the instance is {status}", instance_status=status)
     if not state.hub.claim_turn(instance_id):

@@ -76,6 +76,7 @@ async def start_instance(workflow_id: str, request: Request, principal: Principa
         await state.runtime.start(definition.plan, data, instance_id=instance_id, tenant=principal.tenant,
                                   user=principal.user, labels=labels)
         state.workflow_of[instance_id] = workflow_id
+        state.hub.note_owner(instance_id, principal.tenant, principal.user, start=True)
         state.metrics.instances_started.labels(workflow_id).inc()
         if wait:
             await settled(subscription, wait)
