@@ -24,10 +24,12 @@ Each round of a layout runs two phases:
 The overhead per message, three ways (specs/service.md, "Overhead"):
 
 - ``server_overhead_p50_ms``/``server_overhead_p95_ms`` — **the judged figure**: per HTTP message,
-  the service's ``Server-Timing`` ``app`` (request reached the service → response started) minus
-  ``runtime`` (``send_message`` → the reply record, exactly what the direct layout times), in
-  the closed loop; a wall-clock time inside the server (under a saturated CPU it includes the
-  service's share of the event loop's queue);
+  the service's ``Server-Timing`` ``app`` (the request's head reached the service → response
+  started) minus ``body`` (the part until the whole body had arrived: the client's sending, and
+  under load its own scheduling) minus ``runtime`` (``send_message`` → the reply record, exactly
+  what the direct layout times), in the closed loop: a wall-clock time inside the server, under
+  a saturated CPU including the service's share of the event loop's queue.
+  ``server_overhead_with_body_p95_ms`` keeps the body's wait in;
 - ``overhead_cpu_ms``: server CPU per message (the whole process: HTTP, routes, runtime, DBOS)
   minus the direct layout's CPU per message (this process minus the model server's thread),
   closed loop, the median over the paired rounds of their difference — what a loaded machine does
@@ -95,7 +97,8 @@ def p(values: list[float], q: float) -> float:
 class Round:
     latencies: list[float] = field(default_factory=list)  # closed loop, seconds
     paced: list[float] = field(default_factory=list)      # paced phase, seconds
-    server_overhead: list[float] = field(default_factory=list)  # http: Server-Timing app − runtime, ms
+    server_overhead: list[float] = field(default_factory=list)  # http: Server-Timing app − body − runtime, ms
+    with_body: list[float] = field(default_factory=list)  # http: Server-Timing app − runtime, ms
     errors: int = 0
     cpu_per_message: float = 0.0  # seconds, closed loop
     rss_per_waiting_kib: float = 0.0
@@ -195,8 +198,9 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def server_overhead_ms(header: str | None) -> float | None:
-    """``app`` − ``runtime`` of a ``Server-Timing`` header, in ms (``None`` without both)."""
+def server_overhead_ms(header: str | None, *, with_body: bool = False) -> float | None:
+    """``app − body − runtime`` of a ``Server-Timing`` header, in ms (``with_body``: ``app −
+    runtime``); ``None`` without ``app`` and ``runtime``."""
     durations = {}
     for metric in (header or "").split(","):
         name, *params = (part.strip() for part in metric.split(";"))
@@ -205,7 +209,7 @@ def server_overhead_ms(header: str | None) -> float | None:
                 durations[name] = float(param[4:])
     if "app" not in durations or "runtime" not in durations:
         return None
-    return durations["app"] - durations["runtime"]
+    return durations["app"] - durations["runtime"] - (0.0 if with_body else durations.get("body", 0.0))
 
 
 async def over_http(folder: Path, api_base: str, args: argparse.Namespace) -> Round:
@@ -243,9 +247,11 @@ async def over_http(folder: Path, api_base: str, args: argparse.Namespace) -> Ro
                 async def send(instance_id: str, text: str) -> bool:
                     reply = await client.post(f"/v1/instances/{instance_id}/messages", json={"text": text})
                     ok = reply.status_code == 200 and reply.json().get("reply") == "ok"
-                    overhead = server_overhead_ms(reply.headers.get("server-timing"))
-                    if ok and record_overhead and overhead is not None:
+                    timing = reply.headers.get("server-timing")
+                    overhead, with_body = server_overhead_ms(timing), server_overhead_ms(timing, with_body=True)
+                    if ok and record_overhead and overhead is not None and with_body is not None:
                         result.server_overhead.append(overhead)
+                        result.with_body.append(with_body)
                     return ok
                 return send
 
@@ -302,6 +308,7 @@ def main() -> None:
     direct_lat, http_lat = pooled(lambda r: r.latencies, 0), pooled(lambda r: r.latencies, 1)
     direct_paced, http_paced = pooled(lambda r: r.paced, 0), pooled(lambda r: r.paced, 1)
     overheads = pooled(lambda r: r.server_overhead, 1)
+    with_body = pooled(lambda r: r.with_body, 1)
     direct_cpu = statistics.median(d.cpu_per_message for d, _ in rounds)
     http_cpu = statistics.median(h.cpu_per_message for _, h in rounds)
     cpu_diff = statistics.median(h.cpu_per_message - d.cpu_per_message for d, h in rounds)
@@ -314,6 +321,7 @@ def main() -> None:
           f"ratio_mean={statistics.mean(http_lat) / statistics.mean(direct_lat):.2f} "
           f"server_overhead_p50_ms={p(overheads, 0.5) / 1000:.2f} "
           f"server_overhead_p95_ms={p(overheads, 0.95) / 1000:.2f} "
+          f"server_overhead_with_body_p95_ms={p(with_body, 0.95) / 1000:.2f} "
           f"paced_sessions={args.paced_sessions} think_s={args.think} "
           f"paced_direct_p95_ms={p(direct_paced, 0.95):.1f} paced_http_p95_ms={p(http_paced, 0.95):.1f} "
           f"paced_overhead_p95_ms={p(http_paced, 0.95) - p(direct_paced, 0.95):.1f} "

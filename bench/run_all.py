@@ -196,7 +196,7 @@ def service_rows(lines: list[Line], quick: bool) -> list[Row]:
     errors = _num(f, "errors")
     size = f"{int(_num(f, 'sessions'))} sessions × {int(_num(f, 'messages'))} messages"
     return [
-        Row(f"service overhead per chat message p95 (Server-Timing app − runtime; {size})",
+        Row(f"service overhead per chat message p95 (Server-Timing app − body − runtime; {size})",
             f"{overhead:.2f} ms (p50 {_num(f, 'server_overhead_p50_ms'):.2f}), errors {errors:.0f}",
             f"direct call p95 {_num(f, 'direct_p95_ms'):.0f} ms", None, "≤ 5 ms, 0 errors",
             _judged(quick, overhead <= 5.0 and errors == 0), _load(f)),
