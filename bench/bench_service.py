@@ -17,9 +17,10 @@ Each round of a layout runs two phases:
    (default 5), each sent as soon as the previous reply came. Both layouts saturate the CPU, so
    their wall times are queueing: p95(http) − p95(direct) ≈ (sessions / cores) × the CPU the
    service adds per message, and mostly measures the neighbours on a shared machine.
-2. **paced**: ``--paced-sessions`` conversations (default 20) each waiting ``--think`` seconds
-   (default 1.0) between a reply and its next message: a load both layouts sustain, where the
-   latency difference is the service's own.
+2. **paced**: ``--paced-sessions`` conversations (default 10) each waiting ``--think`` seconds
+   (default 2.0) between a reply and its next message: ~5 messages/s, a fifth of a core at
+   ~40 ms per message, a load both layouts sustain, where the latency difference is the
+   service's own (20 × 1 s was not, at load 7-14: p95 of seconds in both layouts).
 
 The overhead per message, three ways (specs/service.md, "Overhead"):
 
@@ -40,7 +41,7 @@ Also printed: each layout's closed-loop p50/p95, ``errors`` (both layouts, every
 ``rss_per_waiting_kib`` (the server's resident memory growth while every closed-loop
 conversation waits, per conversation), ``load_avg`` (1-minute, at the start and the end).
 
-Run: ``python3 bench/bench_service.py [--sessions 200] [--messages 5] [--rounds 2] [--paced-sessions 20]``.
+Run: ``python3 bench/bench_service.py [--sessions 200] [--messages 5] [--rounds 2] [--paced-sessions 10] [--think 2]``.
 """
 
 from __future__ import annotations
@@ -278,8 +279,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of each layout")
-    parser.add_argument("--paced-sessions", type=int, default=20)
-    parser.add_argument("--think", type=float, default=1.0, help="paced phase: seconds between a reply and the next")
+    parser.add_argument("--paced-sessions", type=int, default=10)
+    parser.add_argument("--think", type=float, default=2.0, help="paced phase: seconds between a reply and the next")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from xflow_runtime.testing import ScriptedModelServer
