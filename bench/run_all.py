@@ -214,6 +214,27 @@ def fleet_waiting_rows(lines: list[Line], quick: bool) -> list[Row]:
                 None, "reported", None, _load(f))]
 
 
+def service_rows(lines: list[Line], quick: bool) -> list[Row]:
+    f = _one(lines, "service")
+    overhead = _num(f, "server_overhead_p95_ms")
+    errors = _num(f, "errors")
+    size = f"{int(_num(f, 'sessions'))} sessions × {int(_num(f, 'messages'))} messages"
+    return [
+        Row(f"service overhead per chat message p95 (Server-Timing app − body − runtime; {size})",
+            f"{overhead:.2f} ms (p50 {_num(f, 'server_overhead_p50_ms'):.2f}), errors {errors:.0f}",
+            f"direct call p95 {_num(f, 'direct_p95_ms'):.0f} ms", None, "≤ 5 ms, 0 errors",
+            _judged(quick, overhead <= 5.0 and errors == 0), _load(f)),
+        Row("service CPU per chat message (server process vs direct runtime)", f"{_num(f, 'http_cpu_ms'):.2f} ms",
+            f"direct {_num(f, 'direct_cpu_ms'):.2f} ms", _num(f, "http_cpu_ms") / _num(f, "direct_cpu_ms"),
+            "reported", None, _load(f)),
+        Row(f"service paced p95 ({int(_num(f, 'paced_sessions'))} sessions, {_num(f, 'think_s'):g} s between)",
+            f"{_num(f, 'paced_http_p95_ms'):.1f} ms", f"direct {_num(f, 'paced_direct_p95_ms'):.1f} ms",
+            _num(f, "paced_http_p95_ms") / _num(f, "paced_direct_p95_ms"), "reported", None, _load(f)),
+        Row("service memory per waiting conversation", f"{_num(f, 'rss_per_waiting_kib'):.0f} KiB", "—", None,
+            "reported", None, _load(f)),
+    ]
+
+
 BENCHMARKS = (
     Benchmark("overhead", "bench_overhead.py", (), ("--quick",), durable_rows),
     Benchmark("hybrid_search", "bench_hybrid_search.py", (), ("--quick",), hybrid_rows),
@@ -233,6 +254,8 @@ BENCHMARKS = (
     Benchmark("fleet", "bench_fleet.py", (), ("--quick",), fleet_rows),
     Benchmark("fleet_waiting", "bench_fleet_waiting.py", (), ("--quick",), fleet_waiting_rows),
     Benchmark("a2a", "bench_a2a.py", (), ("--quick",), reported("a2a_proxy", "ours_ms", "baseline_ms", "ratio")),
+    Benchmark("service", "bench_service.py", (), ("--sessions", "8", "--messages", "2", "--rounds", "1",
+                                                    "--paced-sessions", "2", "--think", "0.2"), service_rows),
 )
 
 

@@ -79,3 +79,17 @@ def test_fleet_scaling_is_judged_for_two_workers_only(run_all: ModuleType) -> No
     judged = [(r.what, r.ratio, r.met) for r in rows if r.met is not None]
     assert judged == [("fleet of 2 worker(s): durable agent instances/s (3 LLM calls, 50 ms)", 0.85, False)]
     assert [r.ratio for r in rows if "CPU" in r.what] == [2.5, 2.62, 2.75]
+
+
+SERVICE = ("BENCH service sessions=200 messages=5 latency_s=0.05 rounds=2 direct_p50_ms=7800.0 direct_p95_ms=12700.0 "
+           "http_p50_ms=8000.0 http_p95_ms=13000.0 overhead_p95_ms=300.0 ratio_mean=1.03 server_overhead_p50_ms=0.80 "
+           "server_overhead_p95_ms={p95} paced_sessions=20 think_s=1.0 paced_direct_p95_ms=120.0 "
+           "paced_http_p95_ms=126.0 paced_overhead_p95_ms=6.0 errors={errors} rss_per_waiting_kib=216 "
+           "direct_cpu_ms=40.00 http_cpu_ms=44.00 overhead_cpu_ms=4.00 load_avg=3.0 load_avg_end=3.5\n")
+
+
+def test_the_service_overhead_is_judged_on_the_server_timing_figure_and_errors(run_all: ModuleType) -> None:
+    met = run_all.service_rows(run_all.parse_lines(SERVICE.format(p95="4.90", errors="0")), False)
+    assert [r.met for r in met] == [True, None, None, None] and met[1].ratio == pytest.approx(1.1)
+    assert run_all.service_rows(run_all.parse_lines(SERVICE.format(p95="5.10", errors="0")), False)[0].met is False
+    assert run_all.service_rows(run_all.parse_lines(SERVICE.format(p95="1.00", errors="2")), False)[0].met is False

@@ -77,6 +77,73 @@ def test_a_turn_streams_its_tokens(client, keys) -> None:
     assert reply["data"]["reply"] == NOTED and events[-1]["event"] == "end"
 
 
+def _streamed(request) -> bool:
+    return bool(request.body.get("stream"))
+
+
+def test_only_a_turn_someone_streams_asks_the_model_for_a_stream(client, keys, model_server) -> None:
+    """A streamed LLM call costs more CPU than a plain one: the runtime streams a call only while
+    a stream of the instance reads tokens, not for a chat request that waits for the reply."""
+    instance_id = start_chat(client, keys["b/bob"])
+    before = len(model_server.chat_requests)
+    plain = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "no stream"},
+                        headers=bearer(keys["b/bob"]))
+    assert plain.status_code == 200 and plain.json()["reply"] == NOTED, plain.text
+    assert [_streamed(r) for r in model_server.chat_requests[before:]] == [False]
+    before = len(model_server.chat_requests)
+    with client.stream("POST", f"/v1/instances/{instance_id}/messages", json={"text": "stream please"},
+                       headers={**bearer(keys["b/bob"]), "Accept": "text/event-stream"}) as response:
+        events = list(sse_events(response.iter_lines()))
+    assert any(e["event"] == "reply.delta" for e in events)
+    assert [_streamed(r) for r in model_server.chat_requests[before:]] == [True]
+
+
+def test_a_message_to_a_waiting_instance_reads_no_row_yet_sees_owners_and_cancellations(client, keys) -> None:
+    """The chat route takes "waiting" from the hub when this process saw the agent answer; the
+    owner check and a cancellation made here still apply (specs/service.md, "Chat")."""
+    instance_id = start_chat(client, keys["a/ann"])
+    first = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "one"}, headers=bearer(keys["a/ann"]))
+    assert first.status_code == 200, first.text
+    for other in ("a/al", "b", "b/bob"):  # another user of the tenant, another tenant's service and user
+        assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "mine?"},
+                                   headers=bearer(keys[other])), 404)
+    service_key = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "two"},
+                              headers=bearer(keys["a"]))  # the tenant's service credential reaches it
+    assert service_key.status_code == 200, service_key.text
+    assert client.post(f"/v1/instances/{instance_id}/cancel", headers=bearer(keys["a/ann"])).status_code == 202
+    problem = assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "three"},
+                                         headers=bearer(keys["a/ann"])), 409)
+    assert problem["instance_status"] == "cancelled"
+
+
+def _server_timing(response: httpx.Response) -> dict[str, float]:
+    found = {}
+    for metric in response.headers["server-timing"].split(","):
+        name, *params = (part.strip() for part in metric.split(";"))
+        found[name] = next(float(p[4:]) for p in params if p.startswith("dur="))
+    return found
+
+
+def test_a_chat_reply_says_how_much_of_its_time_was_the_runtimes(client, keys, model_server) -> None:
+    """Server-Timing: ``app`` (the service's whole handling) and, where the handler waited on the
+    runtime, ``runtime``; their difference is the service's overhead (the bench's figure)."""
+    instance_id = start_chat(client, keys["a/ann"])
+    model_server.latency = 0.2
+    try:
+        reply = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "timed"},
+                            headers=bearer(keys["a/ann"]))
+    finally:
+        model_server.latency = 0.0
+    assert reply.status_code == 200, reply.text
+    timing = _server_timing(reply)
+    assert timing["runtime"] >= 200  # the model's 0.2 s is the runtime's
+    assert timing["app"] >= timing["body"] + timing["runtime"] - 0.01  # two parts of the whole, apart
+    read = client.get(f"/v1/instances/{instance_id}", headers=bearer(keys["a/ann"]))
+    assert set(_server_timing(read)) == {"app"}
+    missing = client.get("/v1/instances/nope", headers=bearer(keys["a/ann"]))
+    assert missing.status_code == 404 and set(_server_timing(missing)) == {"app"}
+
+
 def test_the_stream_resumes_after_the_last_event_id(client, keys) -> None:
     instance_id = start_chat(client, keys["b/bob"])
     client.post(f"/v1/instances/{instance_id}/messages", json={"text": "two"}, headers=bearer(keys["b/bob"]))

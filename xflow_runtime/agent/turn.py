@@ -141,12 +141,14 @@ class Turn:
 
     async def _complete(self, request: ChatRequest, keys: dict[LLMTarget, str | None], step: str) -> ChatResult:
         """The call itself (not run again on a durable replay); streamed when the runtime listens
-        for reply tokens."""
+        for reply tokens and the sink wants this instance's (a sink's optional ``wants(instance_id)``:
+        a streamed call costs more CPU than a plain one, for nothing when no one reads the tokens)."""
         sink = self.run.services.reply_tokens
         telemetry = self.run.telemetry
-        if sink is None:
-            return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
         instance_id = self.run.root.instance_id
+        wants = getattr(sink, "wants", None)
+        if sink is None or (wants is not None and not wants(instance_id)):
+            return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
         try:
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry,
                                               on_delta=lambda text: sink(instance_id, step, text, False))

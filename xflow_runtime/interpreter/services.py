@@ -65,7 +65,8 @@ class ReplyTokenSink(Protocol):
     """Receives the text of an ``aiagent`` LLM call as the model produces it: ``delta`` is the
     new text, ``step`` names the call (``<scope>/llm:<n>``), ``done`` is true once, at the end
     (``delta`` empty). Called on the event loop; keep it cheap. Nothing it receives is durable:
-    the final text is the ``llm_call``/``agent_reply`` record."""
+    the final text is the ``llm_call``/``agent_reply`` record. A sink may also have
+    ``wants(instance_id) -> bool``: a call of an instance it does not want is not streamed."""
 
     def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None: ...
 

@@ -90,6 +90,8 @@ def _wire(runtime: "Runtime", hub: LiveHub) -> None:
             previous_tokens(instance_id, step, delta, done)
         hub.tokens(instance_id, step, delta, done)
 
+    if previous_tokens is None:  # tokens only for instances a stream reads (an embedder's sink: all)
+        on_tokens.wants = hub.wants_tokens  # type: ignore[attr-defined]
     runtime.on_instance_history = on_history
     runtime.reply_tokens = on_tokens
 

@@ -30,9 +30,10 @@ class Item:
 
 
 class Subscription:
-    def __init__(self) -> None:
+    def __init__(self, tokens: bool = True) -> None:
         self.queue: asyncio.Queue[Item] = asyncio.Queue(QUEUE_LIMIT + 1)
         self.overflowed = False
+        self.tokens = tokens  # reads reply tokens (a stream); False: only records (a waiting request)
 
     def put(self, item: Item) -> None:
         if self.overflowed:
@@ -57,6 +58,8 @@ class _Instance:
     reply_step: str | None = None
     reply_text: str = ""
     busy: bool = False  # a chat message was accepted and its reply is not out yet
+    owner: tuple[str | None, str | None] | None = None  # (tenant, user), once a route has read it
+    status_changed: bool = False  # cancelled/resumed here since its latest record
 
 
 class LiveHub:
@@ -94,6 +97,7 @@ class LiveHub:
             state.max_seq = seq
             state.recent.append(record)
             state.last_event = record.get("event")
+            state.status_changed = False
             if self.on_new_record is not None:
                 self.on_new_record(instance_id, record)
         if record.get("event") in ("agent_reply", *TERMINAL_RECORDS):
@@ -118,16 +122,48 @@ class LiveHub:
 
     def status(self, instance_id: str, status: str) -> None:
         """A status change that writes no history record (cancelled, resumed)."""
+        state = self._instances.get(instance_id)
+        if state is not None:
+            state.status_changed = True
         self._publish(instance_id, Item("status", {"status": status}))
+
+    def note_owner(self, instance_id: str, tenant: str | None, user: str | None, *, start: bool = False) -> None:
+        """Who owns an instance (it never changes): kept for an instance the hub follows, or one
+        this process starts."""
+        state = self._instances.setdefault(instance_id, _Instance()) if start else self._instances.get(instance_id)
+        if state is not None:
+            state.owner = (tenant, user)
+
+    def awaiting_message(self, instance_id: str) -> tuple[str | None, str | None] | None:
+        """The owner of an instance whose latest record, seen here, is an agent reply, with no
+        status change since: it waits for a chat message, no store read needed. ``None``: ask the
+        store (not followed here, owner unknown, or anything else)."""
+        state = self._instances.get(instance_id)
+        if state is None or state.owner is None or state.status_changed or state.last_event != "agent_reply":
+            return None
+        return state.owner
+
+    def forget_user(self, tenant: str, user: str) -> None:
+        """An erased user: nothing of theirs stays in memory (records, reply text, owner)."""
+        for instance_id, state in list(self._instances.items()):
+            if state.owner == (tenant, user):
+                del self._instances[instance_id]
 
     def _publish(self, instance_id: str, item: Item) -> None:
         for subscription in self._subscribers.get(instance_id, ()):
             subscription.put(item)
 
     # --- read by the routes ------------------------------------------------------------------
+    def wants_tokens(self, instance_id: str) -> bool:
+        """Whether a subscriber of the instance reads reply tokens: the runtime streams an LLM call
+        only then (a streamed call costs more CPU; a chat request that waits for the reply record
+        does not read tokens). A stream that subscribes during a call gets that call's text in
+        its record only."""
+        return any(subscription.tokens for subscription in self._subscribers.get(instance_id, ()))
+
     @contextmanager
-    def subscribe(self, instance_id: str) -> Iterator[Subscription]:
-        subscription = Subscription()
+    def subscribe(self, instance_id: str, *, tokens: bool = True) -> Iterator[Subscription]:
+        subscription = Subscription(tokens)
         self._subscribers.setdefault(instance_id, set()).add(subscription)
         try:
             yield subscription

@@ -129,7 +129,7 @@ class McpEndpoint:
         if state.draining:
             return _error("the service is shutting down; try again later")
         instance_id = str(uuid.uuid4())
-        with state.hub.subscribe(instance_id) as subscription:
+        with state.hub.subscribe(instance_id, tokens=False) as subscription:
             await state.runtime.start(definition.plan, arguments, instance_id=instance_id,
                                       tenant=principal.tenant, user=principal.user)
             state.workflow_of[instance_id] = definition.workflow_id

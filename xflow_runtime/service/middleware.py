@@ -3,8 +3,12 @@ disconnects): a request id, the body bounds (413 from ``Content-Length`` or whil
 streams in, never buffered past the limit; 408 when the body does not arrive within
 ``body_timeout``), the request-time bound (504 when no response has started within
 ``request_timeout``; a response that started, such as an SSE stream, is not cut), Prometheus
-request metrics labelled by route *template*, and one structured access-log line per request
-(no bodies, no credentials)."""
+request metrics labelled by route *template*, one structured access-log line per request
+(no bodies, no credentials), and a ``Server-Timing`` header on every response: ``app`` = the
+time from the request reaching the service to its response starting, ``body`` (a request with a
+body) = the part of it until the whole body had arrived, ``runtime`` (when the handler waited on
+the runtime, :func:`runtime_span`) = the part inside the runtime call; ``app − body − runtime``
+is what the service itself added (specs/service.md, "Overhead")."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ import json
 import logging
 import time
 import uuid
-from typing import Any, Awaitable, Callable, MutableMapping
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator, MutableMapping
 
 from xflow_runtime.service.metrics import ServiceMetrics
 from xflow_runtime.service.problems import Problem, problem_response
@@ -25,6 +30,19 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("xflow_runtime.service.access")
+RUNTIME_SECONDS = "xflow.runtime_seconds"
+BODY_SECONDS = "xflow.body_seconds"
+
+
+@contextmanager
+def runtime_span(scope: MutableMapping[str, Any]) -> Iterator[None]:
+    """Count the enclosed wait (a call into the runtime and the wait for its answer) as the
+    request's ``runtime`` time in ``Server-Timing``."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        scope[RUNTIME_SECONDS] = scope.get(RUNTIME_SECONDS, 0.0) + time.perf_counter() - began
 
 
 class _TooLarge(Exception):
@@ -66,7 +84,8 @@ class ServiceMiddleware:
                     timing = False
                 response_started = True
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()),
+                                      (b"server-timing", _server_timing(scope, time.perf_counter() - started))]
             await send(message)
 
         declared = _content_length(scope)
@@ -75,7 +94,7 @@ class ServiceMiddleware:
                 raise _TooLarge
             timing = True
             try:
-                await self._within_time(self.app(scope, self._bounded(receive), send_wrapper), deadline)
+                await self._within_time(self.app(scope, self._bounded(receive, scope, started), send_wrapper), deadline)
             finally:
                 timing = False
         except _TooLarge:
@@ -104,7 +123,7 @@ class ServiceMiddleware:
             raise _TooSlow(Problem("request-timeout", f"no response within {self.request_timeout:g} s; "
                                    "a retried start with the same Idempotency-Key never starts a second instance"))
 
-    def _bounded(self, receive: Receive) -> Receive:
+    def _bounded(self, receive: Receive, scope: Scope, started: float) -> Receive:
         received = 0
         body_done = False
         deadline = asyncio.get_running_loop().time() + self.body_timeout
@@ -124,9 +143,21 @@ class ServiceMiddleware:
                 if received > self.max_body_bytes:
                     raise _TooLarge
                 body_done = not message.get("more_body", False)
+                if body_done:
+                    scope[BODY_SECONDS] = time.perf_counter() - started
             return message
 
         return bounded
+
+
+def _server_timing(scope: Scope, elapsed: float) -> bytes:
+    runtime = scope.get(RUNTIME_SECONDS)
+    value = f"app;dur={elapsed * 1000:.3f}"
+    if scope.get(BODY_SECONDS) is not None:
+        value += f", body;dur={scope[BODY_SECONDS] * 1000:.3f}"
+    if runtime is not None:
+        value += f", runtime;dur={runtime * 1000:.3f}"
+    return value.encode()
 
 
 def _content_length(scope: Scope) -> int | None:

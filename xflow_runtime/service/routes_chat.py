@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from xflow_runtime.service.auth import current_principal
 from xflow_runtime.service.body import model_body
 from xflow_runtime.service.live import TERMINAL_RECORDS
+from xflow_runtime.service.middleware import runtime_span
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
 from xflow_runtime.service.sse import HEADERS, frame, instance_stream, item_frame, parse_cursor
@@ -50,8 +51,7 @@ async def post_message(instance_id: str, request: Request, principal: Principal 
                        accept: str | None = Header(None)) -> Any:
     state: ServiceState = request.app.state.xflow
     message = await model_body(request, ChatMessage)
-    row = await state.owned(principal, instance_id)
-    status = status_of(row, await state.last_event(instance_id))
+    status = await state.chat_status(principal, instance_id)
     if status != "waiting":
         raise Problem("instance-not-awaiting-input", f"the instance is {status}", instance_status=status)
     if not state.hub.claim_turn(instance_id):
@@ -65,7 +65,7 @@ async def post_message(instance_id: str, request: Request, principal: Principal 
         return StreamingResponse(_turn_stream(state, instance_id, message.text, after),
                                  media_type="text/event-stream", headers=HEADERS)
     try:
-        with state.hub.subscribe(instance_id) as subscription:
+        with state.hub.subscribe(instance_id, tokens=False) as subscription, runtime_span(request.scope):
             await state.runtime.send_message(instance_id, {"text": message.text})
             record = await settled(subscription, state.options.reply_timeout_seconds, after_seq=after)
     except BaseException:

@@ -72,10 +72,11 @@ async def start_instance(workflow_id: str, request: Request, principal: Principa
                 raise Problem("idempotency-key-reused", "this Idempotency-Key started an instance with another input")
             return _instance_response(request, state, existing, 200, replayed=True)
     wait = prefer_wait(prefer, state.options.max_wait_seconds)
-    with state.hub.subscribe(instance_id) as subscription:
+    with state.hub.subscribe(instance_id, tokens=False) as subscription:
         await state.runtime.start(definition.plan, data, instance_id=instance_id, tenant=principal.tenant,
                                   user=principal.user, labels=labels)
         state.workflow_of[instance_id] = workflow_id
+        state.hub.note_owner(instance_id, principal.tenant, principal.user, start=True)
         state.metrics.instances_started.labels(workflow_id).inc()
         if wait:
             await settled(subscription, wait)

@@ -57,6 +57,7 @@ async def erase(user: str, request: Request, principal: Principal = Depends(curr
     subject = required_user(principal, user)
     receipt = await erase_user(subject, tenant=principal.tenant,
                                database_url=request.app.state.xflow.runtime.database_url)
+    request.app.state.xflow.hub.forget_user(principal.tenant, subject)
     document = receipt.to_dict()
     for store in document["stores"].values():
         store.pop("location", None)

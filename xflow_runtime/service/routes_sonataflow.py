@@ -43,7 +43,7 @@ def _shape(instance_id: str, described: dict[str, Any], status: str) -> dict[str
 async def start(workflow_id: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
     state, definition, data = await accepted_start(request, workflow_id)
     instance_id = str(uuid.uuid4())
-    with state.hub.subscribe(instance_id) as subscription:
+    with state.hub.subscribe(instance_id, tokens=False) as subscription:
         await state.runtime.start(definition.plan, data, instance_id=instance_id, tenant=principal.tenant,
                                   user=principal.user)
         state.workflow_of[instance_id] = workflow_id

@@ -13,6 +13,7 @@ from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
+from xflow_runtime.service.views import status_of
 
 if TYPE_CHECKING:
     from xflow_runtime.runtime import Runtime
@@ -77,7 +78,23 @@ class ServiceState:
         row = await self.runtime.status_row(instance_id) if _plausible(instance_id) else None
         if row is None or not principal.may_see(row.get("tenant"), row.get("user")):
             raise Problem("not-found", f"no instance {instance_id}")
+        self.hub.note_owner(instance_id, row.get("tenant"), row.get("user"))
         return row
+
+    async def chat_status(self, principal: Principal, instance_id: str) -> str:
+        """The status of an instance a chat message is for (404 as :meth:`owned`). From the hub
+        when this process saw its agent answer and nothing since: a chat message then reads no
+        store row (the status read queued behind the engine's SQL was most of the service's time
+        per message). A status change made by another process (``xflow cancel`` on the same store)
+        is not seen here: the message is accepted and the request answers 202 after the reply
+        timeout."""
+        owner = self.hub.awaiting_message(instance_id)
+        if owner is not None:
+            if not principal.may_see(*owner):
+                raise Problem("not-found", f"no instance {instance_id}")
+            return "waiting"
+        row = await self.owned(principal, instance_id)
+        return status_of(row, await self.last_event(instance_id))
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         """The runtime's description, completed from the hub: an instance's last records reach
