@@ -201,3 +201,36 @@ def test_bad_cursors_are_400(client, keys, cursor) -> None:
     instance_id = start_chat(client, keys["b/bob"]) if cursor == "abc" else "x"
     assert_problem(client.get(f"/v1/instances/{instance_id}/stream",
                               headers={**bearer(keys["b/bob"]), "Last-Event-ID": cursor}), 400)
+
+
+def test_a_message_to_an_instance_another_process_cancelled_is_refused_when_no_reply_comes(
+        workflows_dir, tmp_path, model_server) -> None:
+    """The hub does not see a cancel made by another process on the same store, so the message is
+    sent; when no reply comes within the reply timeout, the route asks the store and answers 409
+    with the status instead of 202 "running" (specs/service.md, "Chat")."""
+    from dbos import DBOSClient
+
+    from tests.service.support import ServiceProcess
+
+    db_url = f"sqlite:///{tmp_path / 'store' / 'xflow.sqlite'}"
+    service = ServiceProcess(workflows_dir, db_url, llm_api_base=model_server.api_base, auth="none",
+                             extra=["--reply-timeout", "2"]).start()
+    try:
+        with httpx.Client(base_url=service.url, timeout=90) as client:
+            started = client.post("/v1/workflows/chat/instances", json={"message": "hello"},
+                                  headers={"Prefer": "wait=30"})
+            assert started.status_code == 201 and started.json()["waiting_for"] == "message", started.text
+            instance_id = started.json()["id"]
+            first = client.post(f"/v1/instances/{instance_id}/messages", json={"text": "one"})
+            assert first.status_code == 200, first.text  # the hub saw the agent answer
+            outside = DBOSClient(system_database_url=db_url)
+            try:
+                outside.cancel_workflow(instance_id)
+            finally:
+                outside.destroy()
+            problem = assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "two"}), 409)
+            assert problem["instance_status"] == "cancelled"
+            again = assert_problem(client.post(f"/v1/instances/{instance_id}/messages", json={"text": "three"}), 409)
+            assert again["instance_status"] == "cancelled"  # from the store now, at once
+    finally:
+        service.stop()

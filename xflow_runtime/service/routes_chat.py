@@ -72,6 +72,13 @@ async def post_message(instance_id: str, request: Request, principal: Principal 
         state.hub.release_turn(instance_id)
         raise
     if record is None:
+        # No reply in time. The status may have come from the hub, which does not see a cancel
+        # made by another process: ask the store before saying the message is being worked on.
+        status = status_of(await state.owned(principal, instance_id), await state.last_event(instance_id))
+        if status in TERMINAL:
+            state.hub.status(instance_id, status)  # later messages read the store
+            state.hub.release_turn(instance_id)
+            raise Problem("instance-not-awaiting-input", f"the instance is {status}", instance_status=status)
         return JSONResponse({"instance_id": instance_id, "status": "running"}, status_code=202,
                             headers={"Location": f"{request.scope.get('root_path') or ''}/v1/instances/{instance_id}"})
     return await _reply(state, instance_id, record)

@@ -86,8 +86,8 @@ class ServiceState:
         when this process saw its agent answer and nothing since: a chat message then reads no
         store row (the status read queued behind the engine's SQL was most of the service's time
         per message). A status change made by another process (``xflow cancel`` on the same store)
-        is not seen here: the message is accepted and the request answers 202 after the reply
-        timeout."""
+        is not seen here: the message is sent, and when no reply comes within the reply timeout
+        the route asks the store and answers 409 for an instance that has ended."""
         owner = self.hub.awaiting_message(instance_id)
         if owner is not None:
             if not principal.may_see(*owner):
