@@ -148,9 +148,18 @@ class Fleet:
 
     # --- the thread ------------------------------------------------------------------------------
     def _run(self) -> None:
-        next_reap = next_own = 0.0
+        # The sweeps run in a thread of their own: a sweep waits for DBOS's connection pool, which
+        # a busy worker's instances hold (10,000 conversations starting), and a heartbeat that waited
+        # behind it let the lease run out: the worker fenced itself while alive.
+        sweeps = threading.Thread(target=self._sweep_loop, name="xflow-fleet-sweeps", daemon=True)
+        sweeps.start()
         while not self._stop.wait(self.times.heartbeat):
             self._heartbeat()
+        sweeps.join(timeout=10)
+
+    def _sweep_loop(self) -> None:
+        next_reap = next_own = 0.0
+        while not self._stop.wait(self.times.heartbeat):
             if time.monotonic() >= next_reap:
                 next_reap = time.monotonic() + self.times.reap
                 try:
