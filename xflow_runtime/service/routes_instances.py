@@ -195,8 +195,10 @@ def _epoch(moment: datetime | None, name: str) -> float | None:
 async def get_instance(instance_id: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
     state = service(request)
     row = await state.owned(principal, instance_id)
-    described = await state.describe(instance_id)
-    return instance_detail(row, described, await state.last_event(instance_id), base_url(request))
+    # the last event before the description: records only grow, so a status of "completed" read
+    # from the history is always matched by the output in the description read after it
+    last = await state.last_event(instance_id)
+    return instance_detail(row, await state.describe(instance_id), last, base_url(request))
 
 
 @router.get("/instances/{instance_id}/history", summary="History records of an instance")
