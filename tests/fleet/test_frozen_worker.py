@@ -77,11 +77,6 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
                 worker.terminate()
     assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
     rows = await asyncio.to_thread(invocations, url)
-    # after the freeze the victim finished nothing: a step it was inside when frozen (past the
-    # lease check, its first statement not yet sent) may still send it on thaw, but it is fenced
-    # before the step ends, and the step runs again on its new owner (at-least-once for the step
-    # in flight, specs/deployment.md)
-    assert not [row for row in rows if row[2] == victim.pid and row[3] > frozen_at and row[4] is not None]
     runs: dict[tuple[str, str], list[int]] = {}
     for instance, label, pid, _, _ in rows:
         runs.setdefault((instance, label), []).append(pid)
@@ -90,3 +85,9 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
     # statement may reach the database before or after the new owner's)
     assert all(victim.pid in pids_ and len(pids_) == 2 for pids_ in again.values()), again
     assert len(again) <= 10
+    # thawed, the victim started no step of its own: what it sent after the freeze belongs to steps
+    # it had let through its lease check before it (their first statement not yet sent), which
+    # may still run, even to their end, before the fence lands (at-least-once for the steps in
+    # flight, specs/deployment.md); each of them ran on the new owner too
+    late = {(row[0], row[1]) for row in rows if row[2] == victim.pid and row[3] > frozen_at}
+    assert late <= set(again), late - set(again)
