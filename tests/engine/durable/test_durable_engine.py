@@ -351,3 +351,36 @@ async def test_the_sqlite_listener_polls_slowly_only_while_many_receives_wait(la
     assert [await asyncio.wait_for(engine.result(f"waiting-{k}"), 30) for k in range(many)] == [
         {"n": k} for k in range(many)]
     assert interval() == local_wake.SQLITE_FEW_WAITING_POLL_SECONDS
+
+
+async def test_a_burst_of_starts_runs_on_a_bounded_number_of_executor_threads(launch, database_url) -> None:
+    """DBOS's executor, also the loop's default one, is unbounded unless configured: a burst of
+    starts made a thread per waiting call (10,000 starts on one worker: ~10,000 threads, each
+    waiting for a pooled connection until its timeout failed the instance). Bounded, the calls
+    queue (engine.EXECUTOR_THREADS)."""
+    import threading
+
+    from xflow_runtime.engine.durable.engine import EXECUTOR_THREADS
+
+    async def body(request: dict[str, Any], port: DurablePort) -> Any:
+        return await port.wait_event("t", 600)
+
+    engine = launch(database_url, body)
+    most = 0
+
+    async def sample() -> None:
+        nonlocal most
+        while True:
+            most = max(most, sum(1 for t in threading.enumerate() if t.name.startswith("dbos-executor-")))
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.ensure_future(sample())
+    try:
+        count = 400
+        await asyncio.gather(*(engine.start(f"burst-{k}", {}) for k in range(count)))
+        await asyncio.gather(*(engine.send(f"burst-{k}", "t", {"n": k}) for k in range(count)))
+        results = await asyncio.wait_for(asyncio.gather(*(engine.result(f"burst-{k}") for k in range(count))), 300)
+    finally:
+        sampler.cancel()
+    assert results == [{"n": k} for k in range(count)]
+    assert 0 < most <= EXECUTOR_THREADS, most

@@ -63,6 +63,12 @@ _body: InstanceBody | None = None
 RESULT_POLLING_SECONDS = 0.02
 
 
+#: DBOS's executor threads (``$XFLOW_DBOS_EXECUTOR_THREADS``): the threads that run DBOS's SQL and
+#: our ``to_thread`` calls. Our workflows are async and sync functions have threads of their own,
+#: so no executor thread waits for long; a few times the pool's connections keep it busy.
+EXECUTOR_THREADS = 64
+
+
 class DurableEngineError(XFlowError):
     """The durable engine cannot start, or an instance id is unknown."""
 
@@ -215,6 +221,11 @@ class DurableEngine:
             "notification_listener_polling_interval_sec": poll_seconds(self.database_url),
             # Every record is JSON; rows marked as pickle are refused, never unpickled.
             "serializer": SERIALIZER,
+            # DBOS's executor is also the loop's default one (every ``to_thread`` of its SQL and
+            # ours) and unbounded by default: 10,000 conversations starting at once on one worker
+            # made ~10,000 threads, each waiting for one of the pool's connections until its 30 s
+            # timeout failed the instance. Bounded, the calls wait in the executor's queue instead.
+            "max_executor_threads": int(os.environ.get("XFLOW_DBOS_EXECUTOR_THREADS", str(EXECUTOR_THREADS))),
         }
         if self.fleet is not None:
             # a frozen worker must not hold a status-row lock (and block its takeover) for long
