@@ -68,22 +68,24 @@ def options_for(server: ScriptedModelServer, **overrides: object) -> LongTermOpt
     return LongTermOptions(**values)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def memory(database_url: str, model_server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
-    lt = LongTermMemory.open(database_url, options_for(model_server), today=lambda: TODAY)
+async def _opened(url: str, server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
+    lt = LongTermMemory.open(url, options_for(server), today=lambda: TODAY)
     try:
         yield lt
     finally:
         await lt.aclose()
+
+
+@pytest.fixture
+async def memory(database_url: str, model_server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
+    async for lt in _opened(database_url, model_server):
+        yield lt
 
 
 @pytest.fixture
 async def sqlite_memory(sqlite_url: str, model_server: ScriptedModelServer) -> AsyncIterator[LongTermMemory]:
-    lt = LongTermMemory.open(sqlite_url, options_for(model_server), today=lambda: TODAY)
-    try:
+    async for lt in _opened(sqlite_url, model_server):
         yield lt
-    finally:
-        await lt.aclose()
 
 
 def embedding_requests(server: ScriptedModelServer) -> list:
