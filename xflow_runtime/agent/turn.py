@@ -21,6 +21,7 @@ from xflow_runtime.interpreter import records
 from xflow_runtime.error_codes import AGENT_OUTPUT_INVALID as OUTPUT_INVALID
 from xflow_runtime.agent.tools import ToolRun, execute_tool_calls, refused
 from xflow_runtime.errors import WorkflowError
+from xflow_runtime.interpreter.services import SelectiveReplyTokenSink
 from xflow_runtime.interpreter.state_run import StateRun
 from xflow_runtime.llm.client import ChatRequest, ChatResult, LLMClient
 from xflow_runtime.llm.config import LLMGroup, LLMNode, LLMTarget
@@ -141,13 +142,11 @@ class Turn:
 
     async def _complete(self, request: ChatRequest, keys: dict[LLMTarget, str | None], step: str) -> ChatResult:
         """The call itself (not run again on a durable replay); streamed when the runtime listens
-        for reply tokens and the sink wants this instance's (a sink's optional ``wants(instance_id)``:
-        a streamed call costs more CPU than a plain one, for nothing when no one reads the tokens)."""
+        for reply tokens and the sink wants this instance's (``SelectiveReplyTokenSink``)."""
         sink = self.run.services.reply_tokens
         telemetry = self.run.telemetry
         instance_id = self.run.root.instance_id
-        wants = getattr(sink, "wants", None)
-        if sink is None or (wants is not None and not wants(instance_id)):
+        if sink is None or (isinstance(sink, SelectiveReplyTokenSink) and not sink.wants(instance_id)):
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry)
         try:
             return await self.client.complete(self.state.llm, request, keys, telemetry=telemetry,

@@ -9,7 +9,7 @@ the type checker only, and every field but ``identity`` may be absent (``None``)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 if TYPE_CHECKING:
     from xflow_runtime.a2a.settings import A2ASettings
@@ -65,10 +65,19 @@ class ReplyTokenSink(Protocol):
     """Receives the text of an ``aiagent`` LLM call as the model produces it: ``delta`` is the
     new text, ``step`` names the call (``<scope>/llm:<n>``), ``done`` is true once, at the end
     (``delta`` empty). Called on the event loop; keep it cheap. Nothing it receives is durable:
-    the final text is the ``llm_call``/``agent_reply`` record. A sink may also have
-    ``wants(instance_id) -> bool``: a call of an instance it does not want is not streamed."""
+    the final text is the ``llm_call``/``agent_reply`` record. A sink that reads only some
+    instances' tokens is a :class:`SelectiveReplyTokenSink`."""
 
     def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None: ...
+
+
+@runtime_checkable
+class SelectiveReplyTokenSink(ReplyTokenSink, Protocol):
+    """A token sink that says which instances it reads: a call of an instance it does not want is
+    not streamed (a streamed call costs more CPU than a plain one, for nothing when no one reads
+    the tokens). A plain callable sink wants every instance."""
+
+    def wants(self, instance_id: str) -> bool: ...
 
 
 @dataclass

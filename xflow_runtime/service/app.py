@@ -9,11 +9,13 @@ SonataFlow routes) add theirs with ``app.include_router`` on the same :class:`Se
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import FastAPI
 
+from xflow_runtime.interpreter.services import ReplyTokenSink, SelectiveReplyTokenSink
 from xflow_runtime.service import (routes_a2a_callbacks, routes_callbacks, routes_chat, routes_events, routes_graph,
                                    routes_instances, routes_memory, routes_ops, routes_privacy, routes_tasks)
 from xflow_runtime.service.catalog import WorkflowCatalog
@@ -85,15 +87,28 @@ def _wire(runtime: "Runtime", hub: LiveHub) -> None:
             previous_history(instance_id, record)
         hub.record(instance_id, record)
 
-    def on_tokens(instance_id: str, step: str, delta: str, done: bool) -> None:
-        if previous_tokens is not None:
-            previous_tokens(instance_id, step, delta, done)
-        hub.tokens(instance_id, step, delta, done)
-
-    if previous_tokens is None:  # tokens only for instances a stream reads (an embedder's sink: all)
-        on_tokens.wants = hub.wants_tokens  # type: ignore[attr-defined]
     runtime.on_instance_history = on_history
-    runtime.reply_tokens = on_tokens
+    runtime.reply_tokens = TokensToHub(hub, previous_tokens)
+
+
+@dataclass(frozen=True)
+class TokensToHub:
+    """The runtime's reply tokens, to the embedder's own sink first if there is one, then to the
+    hub. Only the instances a stream reads are streamed, unless the embedder's sink reads them all."""
+
+    hub: LiveHub
+    previous: ReplyTokenSink | None = None
+
+    def __call__(self, instance_id: str, step: str, delta: str, done: bool) -> None:
+        if self.previous is not None:
+            self.previous(instance_id, step, delta, done)
+        self.hub.tokens(instance_id, step, delta, done)
+
+    def wants(self, instance_id: str) -> bool:
+        if self.previous is not None and (not isinstance(self.previous, SelectiveReplyTokenSink)
+                                          or self.previous.wants(instance_id)):
+            return True
+        return self.hub.wants_tokens(instance_id)
 
 
 def _metrics_feed(state: ServiceState) -> Any:
