@@ -21,7 +21,8 @@ Two modes, same model, same data:
   its own ``semantic:<kind>`` list) with the model's query/passage modes, searched over the chat
   archive with questions' relative dates resolved against the conversation's last session. With
   two kinds or more, the database part's CPU time is also measured against the first kind alone
-  (or, with ``--cpu-baseline-depth N``, against the same search with chat-archive lists N deep),
+  (or, with ``--cpu-baseline-depth N`` / ``--cpu-baseline-contexts K,…``, against the same search
+  with chat-archive lists N deep / of those kinds),
   alternating per question (``retrieval_cpu``). Each semantic list is also reported alone with
   speaker focus (``semantic+focus:<kind>``), the fairest single list to compare hybrid with.
   The memory search's database part is timed on the same turns stored as memories too, to
@@ -246,7 +247,7 @@ async def run_before(samples: list[dict[str, Any]], url: str, options: Any) -> N
 
 
 async def run_after(samples: list[dict[str, Any]], url: str, options: Any, rerank_options: Any | None,
-                    baseline_depth: int | None = None) -> None:
+                    baseline: dict[str, Any] | None = None) -> None:
     from dataclasses import replace
 
     from xflow_runtime.memory.chat import ChatMemory, ChatScope
@@ -257,8 +258,8 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
     scores, archive_ms, memory_ms, rerank_ms = Scores(), [], [], []
     cpu_ms: dict[str, list[float]] = {"all": [], "first": []}
     async with LongTermMemory.open(url, options) as memory:
-        if baseline_depth:  # the paired CPU baseline: the same search with shallower message lists
-            one_context: Any = LongTermMemory(memory.engine, replace(options, message_candidates=baseline_depth))
+        if baseline:  # the paired CPU baseline: the same search with other message lists (depth, kinds)
+            one_context: Any = LongTermMemory(memory.engine, replace(options, **baseline))
         else:  # … or with the first context kind alone
             one_context = LongTermMemory(memory.engine, replace(options, message_contexts=options.message_contexts[:1])) \
                 if len(options.message_contexts) > 1 else None
@@ -318,7 +319,8 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                     scores.add(method, qa["category"], qa["evidence"], [turn_of[k] for k in keys])
         print(f"indexed and searched in {time.perf_counter() - indexing:.1f} s", file=sys.stderr)
     scores.report("after")
-    labels = {"all": "as_configured", "first": f"depth={baseline_depth}" if baseline_depth else "first_context"}
+    labels = {"all": "as_configured", "first": ",".join(f"{key}={'+'.join(value) if isinstance(value, tuple) else value}"
+                                                        for key, value in baseline.items()) if baseline else "first_context"}
     for name, values in cpu_ms.items():
         if values:
             print(f"BENCH retrieval_cpu mode=after search=archive_db config={labels[name]} p50_ms={percentile(values, 0.5):.2f} "
@@ -389,6 +391,8 @@ def main() -> None:
                         "(default: LongTermOptions.message_candidates; 20 = the previous depth)")
     parser.add_argument("--cpu-baseline-depth", type=int, help="the paired CPU-time baseline is the same search "
                         "with chat-archive lists this deep (default: the first context kind alone)")
+    parser.add_argument("--cpu-baseline-contexts", help="the paired CPU-time baseline searches these context kinds "
+                        "(comma-separated; with --cpu-baseline-depth, both)")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -434,7 +438,10 @@ def main() -> None:
             rerank = None if args.no_rerank else replace(
                 options, rerank_model=args.rerank_model, rerank_api_key="unused",
                 rerank_api_base=args.rerank_api_base or start_rerank_standin())
-            asyncio.run(run_after(samples, url, options, rerank, args.cpu_baseline_depth))
+            baseline = {**({"message_candidates": args.cpu_baseline_depth} if args.cpu_baseline_depth else {}),
+                        **({"message_contexts": tuple(args.cpu_baseline_contexts.split(","))}
+                           if args.cpu_baseline_contexts else {})}
+            asyncio.run(run_after(samples, url, options, rerank, baseline))
         print(f"BENCH retrieval_run mode={args.mode} seconds={time.perf_counter() - started:.1f}")
     finally:
         if server is not None:
