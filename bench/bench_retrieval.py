@@ -20,8 +20,11 @@ Two modes, same model, same data:
   (``context_text.message_text``; one vector per kind of ``--message-contexts``, each reported as
   its own ``semantic:<kind>`` list) with the model's query/passage modes, searched over the chat
   archive with questions' relative dates resolved against the conversation's last session. With
-  two kinds or more, the database part's CPU time is also measured against the first kind alone,
-  alternating per question (``retrieval_cpu``).
+  two kinds or more, the database part's CPU time is also measured against the first kind alone
+  (or, with ``--cpu-baseline-depth N`` / ``--cpu-baseline-contexts K,…``, against the same search
+  with chat-archive lists N deep / of those kinds),
+  alternating per question (``retrieval_cpu``). Each semantic list is also reported alone with
+  speaker focus (``semantic+focus:<kind>``), the fairest single list to compare hybrid with.
   The memory search's database part is timed on the same turns stored as memories too, to
   compare with ``before``.
 
@@ -37,7 +40,8 @@ so "hybrid+rerank" measures the plumbing and its latency more than a cross-encod
 
 Run: ``python3 bench/bench_retrieval.py --mode before|after [--conversations 4] [--no-rerank]``;
 ablations of the ranking (``after``): ``--no-stop-words``, ``--no-speaker-focus``, ``--no-centre``,
-``--fusion-weights messages=0.5``, ``--candidates N``; ``--embedding-cache FILE`` makes reruns cheap.
+``--fusion-weights messages=0.5``, ``--candidates N``, ``--message-candidates N`` (depth of each
+chat-archive list before fusion; 20 reproduces the depth before round four); ``--embedding-cache FILE`` makes reruns cheap.
 """
 
 from __future__ import annotations
@@ -242,7 +246,8 @@ async def run_before(samples: list[dict[str, Any]], url: str, options: Any) -> N
           f"p95_ms={percentile(timings, 0.95):.2f} n={len(timings)}")
 
 
-async def run_after(samples: list[dict[str, Any]], url: str, options: Any, rerank_options: Any | None) -> None:
+async def run_after(samples: list[dict[str, Any]], url: str, options: Any, rerank_options: Any | None,
+                    baseline: dict[str, Any] | None = None) -> None:
     from dataclasses import replace
 
     from xflow_runtime.memory.chat import ChatMemory, ChatScope
@@ -253,8 +258,11 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
     scores, archive_ms, memory_ms, rerank_ms = Scores(), [], [], []
     cpu_ms: dict[str, list[float]] = {"all": [], "first": []}
     async with LongTermMemory.open(url, options) as memory:
-        one_context = LongTermMemory(memory.engine, replace(options, message_contexts=options.message_contexts[:1])) \
-            if len(options.message_contexts) > 1 else None
+        if baseline:  # the paired CPU baseline: the same search with other message lists (depth, kinds)
+            one_context: Any = LongTermMemory(memory.engine, replace(options, **baseline))
+        else:  # … or with the first context kind alone
+            one_context = LongTermMemory(memory.engine, replace(options, message_contexts=options.message_contexts[:1])) \
+                if len(options.message_contexts) > 1 else None
         reranking = LongTermMemory(memory.engine, rerank_options) if rerank_options else None
         chats = ChatMemory(memory.engine)
         indexing = time.perf_counter()
@@ -301,7 +309,8 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                                        include_messages=False)
                     memory_ms.append((time.perf_counter() - started) * 1000)
                 found = {"keyword": keyword, **{f"semantic:{context}": keys for context, keys in semantic.items()},
-                         "semantic+focus": focused, "hybrid": [h.id for h in hybrid]}
+                         **{f"semantic+focus:{context}": keys for context, keys in focused.items()},
+                         "hybrid": [h.id for h in hybrid]}
                 if reranking is not None:
                     started = time.perf_counter()
                     found["hybrid+rerank"] = [h.id for h in await reranking.search_messages(scope, question, now=now)]
@@ -310,9 +319,11 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
                     scores.add(method, qa["category"], qa["evidence"], [turn_of[k] for k in keys])
         print(f"indexed and searched in {time.perf_counter() - indexing:.1f} s", file=sys.stderr)
     scores.report("after")
+    labels = {"all": "as_configured", "first": ",".join(f"{key}={'+'.join(value) if isinstance(value, tuple) else value}"
+                                                        for key, value in baseline.items()) if baseline else "first_context"}
     for name, values in cpu_ms.items():
         if values:
-            print(f"BENCH retrieval_cpu mode=after search=archive_db contexts={name} p50_ms={percentile(values, 0.5):.2f} "
+            print(f"BENCH retrieval_cpu mode=after search=archive_db config={labels[name]} p50_ms={percentile(values, 0.5):.2f} "
                   f"p95_ms={percentile(values, 0.95):.2f} n={len(values)}")
     for name, values in (("archive_db", archive_ms), ("memory_db", memory_ms), ("rerank_end_to_end", rerank_ms)):
         if values:
@@ -321,15 +332,19 @@ async def run_after(samples: list[dict[str, Any]], url: str, options: Any, reran
 
 
 def semantic_focused(connection: Any, scope: Any, question: str, embedded: Any, options: Any,
-                     message_index: Any) -> list[str]:
-    """The semantic list alone with speaker focus over its candidates: the better single list
-    that hybrid is compared with when the question names a speaker."""
+                     message_index: Any) -> dict[str, list[str]]:
+    """Each semantic list alone (one per context kind, as deep as the search's) with speaker
+    focus over its candidates: the better single lists that hybrid is compared with when the
+    question names a speaker."""
     from xflow_runtime.memory.longterm.speaker_focus import named_first, named_speakers
 
-    keys = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
-                                  options.candidates_per_source, options.centre_vectors, options.message_contexts[0])
-    speaker_of = {key: name for key, (_, name) in message_index.texts_and_speakers(connection, scope, keys).items()}
-    return named_first(keys, speaker_of, named_speakers(question, set(speaker_of.values()) - {""}))[:LIMIT]
+    focused = {}
+    for context in options.message_contexts:
+        keys = message_index.semantic(connection, scope, embedded.model, embedded.vectors[0],
+                                      options.message_candidates, options.centre_vectors, context)
+        speaker_of = {key: name for key, (_, name) in message_index.texts_and_speakers(connection, scope, keys).items()}
+        focused[context] = named_first(keys, speaker_of, named_speakers(question, set(speaker_of.values()) - {""}))[:LIMIT]
+    return focused
 
 
 def store_as_memories(memory: Any, scope: Any, turn_of: dict[str, str], repository: Any, message_index: Any,
@@ -371,7 +386,13 @@ def main() -> None:
     parser.add_argument("--no-speaker-focus", action="store_true", help="ablation ('after' mode)")
     parser.add_argument("--no-centre", action="store_true", help="ablation: plain cosine ('after' mode)")
     parser.add_argument("--no-stop-words", action="store_true", help="ablation: keyword queries keep function words")
-    parser.add_argument("--candidates", type=int, default=20, help="candidates per list before fusion")
+    parser.add_argument("--candidates", type=int, default=20, help="candidates per memory list before fusion")
+    parser.add_argument("--message-candidates", type=int, help="candidates per chat-archive list before fusion "
+                        "(default: LongTermOptions.message_candidates; 20 = the previous depth)")
+    parser.add_argument("--cpu-baseline-depth", type=int, help="the paired CPU-time baseline is the same search "
+                        "with chat-archive lists this deep (default: the first context kind alone)")
+    parser.add_argument("--cpu-baseline-contexts", help="the paired CPU-time baseline searches these context kinds "
+                        "(comma-separated; with --cpu-baseline-depth, both)")
     parser.add_argument("--rerank-model", default="cohere/rerank-standin")
     parser.add_argument("--rerank-api-base", help="a Cohere-compatible rerank endpoint (default: the stand-in)")
     parser.add_argument("--no-rerank", action="store_true")
@@ -412,11 +433,15 @@ def main() -> None:
             options = replace(options, embedding_modes=EmbeddingModes.named(args.embedding_mode),
                               message_contexts=tuple(args.message_contexts.split(",")), fusion_weights=weights,
                               speaker_focus=not args.no_speaker_focus, centre_vectors=not args.no_centre,
-                              candidates_per_source=args.candidates)
+                              candidates_per_source=args.candidates,
+                              message_candidates=args.message_candidates or options.message_candidates)
             rerank = None if args.no_rerank else replace(
                 options, rerank_model=args.rerank_model, rerank_api_key="unused",
                 rerank_api_base=args.rerank_api_base or start_rerank_standin())
-            asyncio.run(run_after(samples, url, options, rerank))
+            baseline = {**({"message_candidates": args.cpu_baseline_depth} if args.cpu_baseline_depth else {}),
+                        **({"message_contexts": tuple(args.cpu_baseline_contexts.split(","))}
+                           if args.cpu_baseline_contexts else {})}
+            asyncio.run(run_after(samples, url, options, rerank, baseline))
         print(f"BENCH retrieval_run mode={args.mode} seconds={time.perf_counter() - started:.1f}")
     finally:
         if server is not None:

@@ -158,3 +158,59 @@ async def test_a_question_naming_a_speaker_finds_what_they_said_first(memory: Lo
                                     include_messages=True)
     assert focused[0].id == keys[2] and focused[0].text == "We adopted a puppy called Biscuit"
     assert {hit.id for hit in anyone[:2]} == {keys[0], keys[2]}  # nobody named: both puppies, as ranked
+
+
+# ------------------------------------------------------------------ depth of the fused lists
+
+
+def _ranked_vector(rank: int) -> list[float]:
+    """A vector whose plain cosine with the axis-0 query falls as ``rank`` (1-based) grows."""
+    return _unit([1.0, 0.02 * rank, 0.0, 0.0])
+
+
+async def test_a_turn_both_vector_lists_rank_midway_beats_either_lists_top_alone(memory: LongTermMemory) -> None:
+    # 60 turns, two context kinds. Ten turns top the full list and sit at 51–60 of the other,
+    # ten the reverse; the evidence is 22nd by its full vector and 12th by its date-speaker
+    # vector; the 39 others fill ranks 11–50 in opposite orders. Cut at 20, each list sees the
+    # evidence alone or not at all and twenty one-list turns outscore it; 50 deep (the default),
+    # two lists vouch for it and it comes first.
+    from dataclasses import replace
+
+    full_top, other_top, evidence, fillers = range(0, 10), range(10, 20), 20, list(range(21, 60))
+    full_rank = {**{m: m + 1 for m in full_top}, **{m: 51 + m - 10 for m in other_top}, evidence: 22}
+    date_rank = {**{m: m - 9 for m in other_top}, **{m: 51 + m for m in full_top}, evidence: 12}
+    full_slots = [r for r in range(11, 51) if r != 22]
+    date_slots = [r for r in range(11, 51) if r != 12]
+    full_rank.update(zip(fillers, full_slots))
+    date_rank.update(zip(fillers, reversed(date_slots)))
+    messages = [{"role": "user" if m % 2 == 0 else "assistant", "content": f"turn {m}"} for m in range(60)]
+    appended = await ChatMemory(memory.engine).append_turn(
+        ChatScope(agent="support", session="s1", user="dana", tenant="acme"), messages, model="gpt-4o")
+    keys = [f"{appended.chat_id}:{appended.first_sequence + m}" for m in range(60)]
+    with write_transaction(memory.engine) as connection:
+        for context, rank in (("full", full_rank), ("date-speaker", date_rank)):
+            pending = [message_index.PendingMessage(appended.chat_id, appended.first_sequence + m, f"turn {m}", context)
+                       for m in range(60)]
+            message_index.store(connection, DANA, pending, MODEL, [_ranked_vector(rank[m]) for m in range(60)])
+    plain = replace(memory.options, centre_vectors=False)
+    assert plain.message_candidates == 50
+    query = Embedded(MODEL, [[1.0, 0.0, 0.0, 0.0]])
+    found = {}
+    with memory.engine.connect() as connection:
+        for depth in (50, 20):
+            searcher = LongTermMemory(memory.engine, replace(plain, message_candidates=depth))
+            found[depth] = searcher.search_sync(connection, DANA, "zzz", query, limit=10, kinds=(),
+                                                include_messages=True)
+    assert found[50][0].id == keys[evidence]
+    assert found[50][0].ranks == {"message_semantic": 22, "message_semantic:date-speaker": 12}
+    assert keys[evidence] not in {hit.id for hit in found[20]}
+    assert all(len(hit.ranks) == 1 for hit in found[20])  # cut at 20, no turn is in both lists
+
+
+def test_the_depth_of_the_message_lists_is_at_least_one() -> None:
+    from xflow_runtime.memory.longterm import LongTermOptions
+    from xflow_runtime.memory.longterm.errors import LongTermMemoryError
+
+    assert LongTermOptions().message_candidates == 50 and LongTermOptions().candidates_per_source == 20
+    with pytest.raises(LongTermMemoryError, match="message_candidates"):
+        LongTermOptions(message_candidates=0)

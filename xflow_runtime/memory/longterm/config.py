@@ -106,6 +106,12 @@ class LongTermOptions:
     #: 2,000; every scope index adds planning time to all searches — specs/performance.md §3
     scope_index_threshold: int = 1000
     candidates_per_source: int = 20
+    #: depth of each chat-archive list (keyword and one per context kind) before fusion: RRF over
+    #: lists cut at 20 scores a turn ranked 25th in one list as if that list had not found it, so
+    #: a turn two lists rank fairly well loses to one list's noise at its top; 50 measured in
+    #: ``specs/memory-longterm.md`` ("Depth of the fused lists"). Memory lists keep
+    #: ``candidates_per_source`` (on PostgreSQL it also sets the HNSW ``ef_search``)
+    message_candidates: int = 50
     rrf_k: int = 60
     #: weighted RRF: list name (semantic, keyword, messages, message_semantic) → weight (> 0),
     #: 1 for a list not named
@@ -140,10 +146,10 @@ class LongTermOptions:
     def __post_init__(self) -> None:
         if not 0.0 < self.dedup_threshold <= 1.0:
             raise LongTermMemoryError("dedup_threshold must be in (0, 1]")
-        if (self.candidates_per_source < 1 or self.rrf_k < 1 or self.extraction_max_attempts < 1
-                or self.rerank_candidates < 1):
-            raise LongTermMemoryError("candidates_per_source, rrf_k, extraction_max_attempts and "
-                                      "rerank_candidates must be ≥ 1")
+        if (self.candidates_per_source < 1 or self.message_candidates < 1 or self.rrf_k < 1
+                or self.extraction_max_attempts < 1 or self.rerank_candidates < 1):
+            raise LongTermMemoryError("candidates_per_source, message_candidates, rrf_k, extraction_max_attempts "
+                                      "and rerank_candidates must be ≥ 1")
         if any(not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight < float("inf")
                for weight in self.fusion_weights.values()):
             raise LongTermMemoryError("fusion_weights must map list names to positive numbers")

@@ -171,7 +171,8 @@ def semantic(connection: Connection, scope: MemoryScope, model: str, vector: Seq
     import numpy
 
     rows = connection.execute(text(
-        f"SELECT m.chat_id, m.sequence, m.embedding FROM xflow_message_embeddings m WHERE {where}"), params).all()
+        f"SELECT m.chat_id, m.sequence, m.embedding FROM xflow_message_embeddings m WHERE {where} "
+        "ORDER BY m.chat_id, m.sequence"), params).all()  # in key order: a stable sort then breaks ties by key
     if not rows:
         return []
     matrix = numpy.frombuffer(b"".join(row.embedding for row in rows), dtype=numpy.float32).reshape(
@@ -183,8 +184,8 @@ def semantic(connection: Connection, scope: MemoryScope, model: str, vector: Seq
         lengths = numpy.linalg.norm(matrix, axis=1)
         matrix = matrix / numpy.where(lengths > 0, lengths, 1.0)[:, None]  # a vector at the mean scores 0
     scores = matrix @ query
-    ranked = sorted((-float(score), row.chat_id, row.sequence) for score, row in zip(scores, rows))
-    return [f"{chat_id}:{sequence}" for _, chat_id, sequence in ranked[:k]]
+    best = numpy.argsort(-scores, kind="stable")[:k]  # numpy, not a Python sort of every row: lists run 50 deep
+    return [f"{rows[i].chat_id}:{rows[i].sequence}" for i in best.tolist()]
 
 
 def _rows(connection: Connection, scope: MemoryScope, keys: Sequence[str]) -> list[Any]:

@@ -1,10 +1,12 @@
 """Hybrid search of one scope: ranked lists fused with RRF, optionally reranked.
 
-Lists (each up to ``candidates_per_source``):
+Lists:
 
-* ``semantic`` / ``keyword`` — memories and facts (``search_pg`` / ``search_sql``);
+* ``semantic`` / ``keyword`` — memories and facts (``search_pg`` / ``search_sql``), each up to
+  ``candidates_per_source``;
 * ``messages`` / ``message_semantic`` — the scope user's chat messages with this agent, by
-  keyword and by their contextual vectors (``include_messages``; never for anonymous scopes).
+  keyword and by their contextual vectors (``include_messages``; never for anonymous scopes),
+  each up to ``message_candidates`` (deeper: RRF needs a list's middle ranks, see config).
 
 The query is embedded in the model's *query* mode, with relative dates written out against the
 conversation's time (``time_query``); the keyword lists get the question as asked (less its
@@ -86,13 +88,14 @@ class HybridSearch:
             ranked["keyword"] = search_sql.keyword_memories(connection, scope, kinds, query, k)
         message_text: dict[str, str] = {}
         if include_messages:
-            found = search_sql.keyword_messages(connection, scope, query, k)
+            depth = self.options.message_candidates
+            found = search_sql.keyword_messages(connection, scope, query, depth)
             message_text = {MESSAGE + key: text for key, text in found}
             ranked["messages"] = [MESSAGE + key for key, _ in found]
             if embedded is not None:  # one list per context kind: never compared with each other
                 for position, context in enumerate(self.options.message_contexts):
                     ranked[semantic_list_name(position, context)] = [MESSAGE + key for key in message_index.semantic(
-                        connection, scope, embedded.model, embedded.vectors[0], k, self.options.centre_vectors,
+                        connection, scope, embedded.model, embedded.vectors[0], depth, self.options.centre_vectors,
                         context)]
             if self.options.speaker_focus:
                 self._focus(connection, scope, query, ranked, message_text)
