@@ -161,3 +161,23 @@ def test_the_keyword_list_ranks_distinct_query_words_above_repeats_of_one_word(
         assert sorted(content[i] for i in found.lists["keyword"][2:]) == ["paris"]
     finally:
         memory.close()
+
+
+async def test_erasure_leaves_no_prepared_search_naming_the_user(
+        fresh_postgres_url: str, model_server: ScriptedModelServer) -> None:
+    memory = _indexed_memory(fresh_postgres_url, model_server, _filler(150))
+    try:
+        vector = normalise(hashed_embedding(QUERY, 64))
+        with memory.engine.connect() as connection:
+            search_pg.candidates(connection, SCOPE, ("fact",), QUERY, EMBEDDING_MODEL, vector, 20, 40)
+            connection.rollback()
+            assert len(_prepared_plans(connection)) == 1
+            session = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        assert search_pg._indexed_statement.cache_info().currsize >= 1
+        await memory.erase_user("acme", BIG)
+        with memory.engine.connect() as connection:  # the pool's sessions were closed with the index
+            assert connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != session
+            assert _prepared_plans(connection) == []
+        assert search_pg._indexed_statement.cache_info().currsize == 0
+    finally:
+        memory.close()

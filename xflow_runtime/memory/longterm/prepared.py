@@ -9,6 +9,7 @@ the server then keeps its generic plan once five runs show it costs what the cus
 
 * **Registry**: the names prepared on a DBAPI connection are kept in its pool record's ``info``
   (they live as long as the server session); a name is a hash of the statement.
+* **At most** ``MAX_PREPARED`` **a connection**: the least recently used one is deallocated.
 * **Arguments are literals** (``EXECUTE`` takes no bind parameters): text, quoted here.
 * **A session that lost its statements** (``DISCARD ALL``; psycopg's ``DEALLOCATE ALL`` after a
   rollback when it had prepared statements of its own, before ``search_pg.configure_engine``
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +37,8 @@ _INFO_KEY = "xflow_prepared_statements"
 _LOST = {"26000", "42P05"}  # prepared statement does not exist / already exists
 #: misses after which an engine's searches are no longer prepared
 MAX_MISSES = 3
+#: prepared statements kept per connection (one per indexed scope × kinds searched on it)
+MAX_PREPARED = 64
 _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s")
 _misses: dict[str, int] = {}  # engine (URL) → how often its sessions lost a prepared statement
 
@@ -63,13 +67,17 @@ def execute(connection: Connection, statement: str, arguments: Mapping[str, str]
     engine = str(connection.engine.url)
     if _misses.get(engine, 0) >= MAX_MISSES:
         return connection.exec_driver_sql(statement, dict(arguments))
-    names: set[str] = connection.connection.info.setdefault(_INFO_KEY, set())
+    names: OrderedDict[str, None] = connection.connection.info.setdefault(_INFO_KEY, OrderedDict())
     name = name_of(statement)
     try:
-        if name not in names:
+        if name in names:
+            names.move_to_end(name)
+        else:
+            if len(names) >= MAX_PREPARED:
+                connection.exec_driver_sql(f"DEALLOCATE {names.popitem(last=False)[0]}")
             connection.exec_driver_sql(f"PREPARE {name}({', '.join('text' for _ in order)}) AS "
                                        + positional(statement, order))
-            names.add(name)
+            names[name] = None
         return connection.exec_driver_sql(f"EXECUTE {name}({', '.join(literal(arguments[n]) for n in order)})")
     except DBAPIError as exc:
         if getattr(exc.orig, "sqlstate", None) not in _LOST:

@@ -124,6 +124,9 @@ def drop_for_user(engine: Engine, tenant: str, user: str) -> int:
             connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
     if names:
         forget(engine)
+        # the pool's idle sessions may hold the user's search as a prepared statement (``prepared``;
+        # its text names the user): they are closed (checked-out ones close when returned)
+        engine.dispose()
     return len(names)
 
 

@@ -151,6 +151,11 @@ def _indexed_statement(predicate: str, dim: int, scope: MemoryScope | None, kind
     return "WITH " + ",".join(parts) + " UNION ALL".join(selects)
 
 
+def forget_statements() -> None:
+    """Drop the cached statements of indexed scopes (after an erasure: their text names the user)."""
+    _indexed_statement.cache_clear()
+
+
 def scope_token(scope: MemoryScope) -> str:
     """The scope's lexeme in the keyword index (migration 0009): md5 of tenant, agent, user."""
     return hashlib.md5(f"{scope.tenant}\x1f{scope.agent}\x1f{scope.user_id}".encode(),
