@@ -58,9 +58,9 @@ semantic AS (
   SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM nearest)"""
 
 # A scope with its own valid HNSW index (``scope_index``), searched by a statement PostgreSQL plans
-# once per connection (planning was ~0.6 ms of ~5 ms at 100,000 rows): psycopg prepares a statement
-# on its fifth run, and the server then keeps the generic plan because it costs what the custom
-# ones cost: everything a plan could depend on is a literal (the scope and model, equal to the
+# once per connection (planning was ~0.6 ms of ~5 ms at 100,000 rows): it is a prepared statement
+# of the session (``prepared``), and the server keeps its generic plan after five runs because it
+# costs what the custom ones cost: everything a plan could depend on is a literal (the scope and model, equal to the
 # index predicate; the kinds; k), and the words and the vector reach the plan only as InitPlans
 # (``(SELECT …)``), so no estimate depends on them. The keyword list re-checks the scope above an
 # ``OFFSET 0`` fence: a generic plan would otherwise AND the GIN bitmap with a bitmap of the
