@@ -48,7 +48,7 @@ def _brute_force(connection: Any, scope: MemoryScope, vector: list[float], k: in
         "ORDER BY embedding <=> %(q)s::vector, id LIMIT %(k)s", params).scalars().all()
     keyword = connection.exec_driver_sql(
         f"SELECT id FROM xflow_memories WHERE {where} AND search_vector @@ to_tsquery('simple', %(words)s) "
-        "ORDER BY ts_rank_cd(search_vector, to_tsquery('simple', %(words)s)) DESC, id LIMIT %(k)s",
+        "ORDER BY ts_rank(search_vector, to_tsquery('simple', %(words)s)) DESC, id LIMIT %(k)s",
         params).scalars().all()
     connection.rollback()
     return {"semantic": list(semantic), "keyword": list(keyword)}

@@ -366,6 +366,7 @@ class LongTermMemory:
         counts, epoch = await asyncio.to_thread(self._write, lambda c: privacy.erase(c, tenant, user))
         # the user's own HNSW indexes (their predicate names the user), once the rows are gone
         await asyncio.to_thread(scope_index.drop_for_user, self.engine, tenant, user)
+        search_pg.forget_statements()  # (the cached texts of indexed scopes' searches name their users)
         _log.info("erased a user in tenant %r: %s", tenant, counts)
         return ErasureReceipt(tenant, user, counts, epoch)
 

@@ -16,11 +16,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Engine, event
 
-from xflow_runtime.memory.longterm import scope_index, search_sql
+from xflow_runtime.memory.longterm import prepared, scope_index, search_sql
 from xflow_runtime.memory.longterm.records import Memory
 from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.storage.longterm_models import vector_literal
@@ -56,20 +57,48 @@ nearest AS (
 semantic AS (
   SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM nearest)"""
 
-# A scope with its own valid HNSW index (``scope_index``): the scope and model are literals, the
-# same as the index's predicate, so the planner takes it; no count (a short answer → exact search).
+# A scope with its own valid HNSW index (``scope_index``), searched by a statement PostgreSQL plans
+# once per connection (planning was ~0.6 ms of ~5 ms at 100,000 rows): it is a prepared statement
+# of the session (``prepared``), and the server keeps its generic plan after five runs because it
+# costs what the custom ones cost: everything a plan could depend on is a literal (the scope and model, equal to the
+# index predicate; the kinds; k), and the words and the vector reach the plan only as InitPlans
+# (``(SELECT …)``), so no estimate depends on them. The keyword list re-checks the scope above an
+# ``OFFSET 0`` fence: a generic plan would otherwise AND the GIN bitmap with a bitmap of the
+# user's rows (100,000 entries, 4 ms). The graph is over half-precision vectors; the rows it
+# returns are re-sorted by their exact float4 distance. Each list carries its rows' columns, so no
+# second lookup by primary key. No count: a short answer → exact search.
 _INDEXED = """
 approximate AS (
-  SELECT m.id, (m.embedding::vector({dim})) <=> %(q)s::vector({dim}) AS distance FROM xflow_memories m
-  WHERE {predicate} AND m.kind = ANY(%(kinds)s)
-  ORDER BY distance LIMIT %(k)s),
+  SELECT g.id, g.kind, g.title, g.content, g.tags,
+         (g.embedding::vector({dim})) <=> (SELECT %(q)s::vector({dim})) AS distance FROM (
+    SELECT m.id, m.kind, m.title, m.content, m.tags, m.embedding FROM xflow_memories m
+    WHERE {predicate} AND m.kind = ANY({kinds})
+    ORDER BY (m.embedding::halfvec({dim})) <=> (SELECT %(q)s::halfvec({dim})) LIMIT {k}) g),
 semantic AS (
-  SELECT id, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank FROM approximate)"""
+  SELECT id, kind, title, content, tags, 'semantic' AS list, row_number() OVER (ORDER BY distance, id) AS rank
+  FROM approximate)"""
 
+_INDEXED_KEYWORD = f"""
+keyword AS (
+  SELECT id, kind, title, content, tags, 'keyword' AS list, row_number() OVER (ORDER BY score DESC, id) AS rank
+  FROM (
+    SELECT g.id, g.kind, g.title, g.content, g.tags, g.score FROM (
+      SELECT m.id, m.tenant_id, m.agent_id, m.user_id, m.kind, m.title, m.content, m.tags,
+             ts_rank({_TSV}, (SELECT to_tsquery('simple', %(words)s))) AS score FROM xflow_memories m
+      WHERE {_SCOPED_TSV} @@ (SELECT to_tsquery('simple', %(words)s) && {{token}}::tsquery) OFFSET 0) g
+    WHERE {{scope}} AND g.kind = ANY({{kinds}})
+    ORDER BY g.score DESC, g.id LIMIT {{k}}) ranked)"""
+
+_INDEXED_SELECT = "\nSELECT list, rank, id, kind, title, content, tags FROM {name}"
+
+# Keyword rank: ``ts_rank`` (frequency of each query word, with diminishing returns for repeats,
+# averaged over the words), not ``ts_rank_cd``: for an OR of words the cover density is 0.1 × the
+# number of occurrences (a word said three times = three different words once), and it allocated
+# 32 KB per query item per row ranked (a 6-word query at 100,000 rows: 6 ms). specs/memory-longterm.md.
 _KEYWORD = f"""
 keyword AS (
   SELECT id, 'keyword' AS list, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
-    SELECT m.id, ts_rank_cd({_TSV}, to_tsquery('simple', %(words)s)) AS score FROM xflow_memories m
+    SELECT m.id, ts_rank({_TSV}, to_tsquery('simple', %(words)s)) AS score FROM xflow_memories m
     WHERE {_SCOPE} AND {_SCOPED_TSV} @@ (to_tsquery('simple', %(words)s) && %(scope_token)s::tsquery)
     ORDER BY score DESC, m.id LIMIT %(k)s) ranked)"""
 
@@ -85,18 +114,46 @@ class Candidates:
 
 
 def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int | None = None,
-               indexed: str | None = None) -> str:
-    """``indexed``: the predicate of the scope's own index (then no count: the scope is large)."""
-    parts = [_KEYWORD] if keyword else []
+               indexed: str | None = None, scope: MemoryScope | None = None,
+               kinds: Sequence[str] | None = None, k: int | None = None) -> str:
+    """``indexed``: the predicate of the scope's own index (then no count: the scope is large; the
+    kinds and k are literals when given, ``scope`` is needed for its keyword list)."""
     if semantic and indexed is not None:
-        parts.insert(0, _INDEXED.format(predicate=indexed.replace("%", "%%"), dim=int(dim or 0)))  # (pyformat)
-    elif semantic:
+        return _indexed_statement(indexed, int(dim or 0), scope if keyword else None,
+                                  None if kinds is None else tuple(kinds), k)
+    parts = [_KEYWORD] if keyword else []
+    if semantic:
         parts.insert(0, _SEMANTIC.format(model=search_sql._sql_literal(model or ""), dim=int(dim or 0)))
     selects = [f"SELECT id, list, rank FROM {name}"
                for name, on in (("semantic", semantic), ("keyword", keyword)) if on]
     if semantic and indexed is None:  # one extra row carries the bounded count of the scope's vectors
         selects.append("SELECT NULL, 'count', n FROM counted")
     return "WITH " + ",".join(parts) + _SELECT.format(lists=" UNION ALL ".join(selects))
+
+
+@lru_cache(maxsize=1024)
+def _indexed_statement(predicate: str, dim: int, scope: MemoryScope | None, kinds: tuple[str, ...] | None,
+                       k: int | None) -> str:
+    """The statement of a scope with its own index (``scope``: with its keyword list). Literals are
+    quoted and their ``%`` doubled (pyformat)."""
+    kinds_sql = ("%(kinds)s" if kinds is None else "ARRAY[" + ",".join(
+        scope_index.sql_literal(kind).replace("%", "%%") for kind in kinds) + "]::text[]")
+    k_sql = "%(k)s" if k is None else str(int(k))
+    parts = [_INDEXED.format(predicate=predicate.replace("%", "%%"), dim=dim, kinds=kinds_sql, k=k_sql)]
+    selects = [_INDEXED_SELECT.format(name="semantic")]
+    if scope is not None:
+        literal = scope_index.sql_literal
+        where = (f"g.tenant_id = {literal(scope.tenant)} AND g.agent_id = {literal(scope.agent)} "
+                 f"AND g.user_id = {literal(scope.user_id)}")
+        parts.append(_INDEXED_KEYWORD.format(token=literal(scope_token(scope)), scope=where.replace("%", "%%"),
+                                             kinds=kinds_sql, k=k_sql))
+        selects.append(_INDEXED_SELECT.format(name="keyword"))
+    return "WITH " + ",".join(parts) + " UNION ALL".join(selects)
+
+
+def forget_statements() -> None:
+    """Drop the cached statements of indexed scopes (after an erasure: their text names the user)."""
+    _indexed_statement.cache_clear()
 
 
 def scope_token(scope: MemoryScope) -> str:
@@ -117,18 +174,29 @@ def _statement_for(semantic: bool, keyword: bool, model: str | None, dim: int | 
 
 
 def configure_engine(engine: Engine, k: int) -> None:
-    """Every new PostgreSQL connection of ``engine`` gets the HNSW scan settings the semantic list
+    """Every PostgreSQL connection of ``engine`` gets the HNSW scan settings the semantic list
     needs (iterative scan, so a filtered scan returns k rows; ``ef_search`` from k): set once per
-    connection, not per search. Other statements are not affected (no other query scans HNSW)."""
+    connection, at its first checkout (so connections the migrations opened before this engine was
+    configured get them too), not per search. Other statements are not affected (no other query
+    scans HNSW). psycopg's own automatic preparing is turned off on these connections
+    (``prepared``: it would drop the session's prepared searches at a rollback)."""
     if engine.dialect.name != "postgresql":
         return
     settings = f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {max(40, 2 * int(k))}"
 
-    @event.listens_for(engine, "connect")
-    def _hnsw_settings(dbapi_connection: Any, _record: Any) -> None:
+    @event.listens_for(engine, "checkout")
+    def _hnsw_settings(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if record.info.get(_CONFIGURED):
+            return
+        if hasattr(dbapi_connection, "prepare_threshold"):  # psycopg
+            dbapi_connection.prepare_threshold = None
         with dbapi_connection.cursor() as cursor:
             cursor.execute(settings)
         dbapi_connection.commit()
+        record.info[_CONFIGURED] = True
+
+
+_CONFIGURED = "xflow_search_settings"
 
 
 def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str], query: str,
@@ -154,10 +222,14 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
             scope.tenant, scope.agent, scope.user_id, model, len(vector)) in scope_index.valid_indexes(connection):
         indexed = True
         statement = _statement(semantic, keyword, model, len(vector), indexed=scope_index.scope_predicate(
-            scope.tenant, scope.agent, scope.user_id, model, len(vector), alias="m"))
+            scope.tenant, scope.agent, scope.user_id, model, len(vector), alias="m"), scope=scope,
+            kinds=kinds, k=k)
+        result = prepared.execute(connection, statement, {"q": params["q"], "words": params.get("words", "")},
+                                  ("q", "words"))
     else:
         statement = _statement_for(semantic, keyword, model, len(vector) if semantic else None)  # type: ignore[arg-type]
-    for row in connection.exec_driver_sql(statement, params):
+        result = connection.exec_driver_sql(statement, params)
+    for row in result:
         if row.list == "count":
             in_scope = row.rank
             continue

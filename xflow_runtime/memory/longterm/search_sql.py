@@ -6,8 +6,9 @@
   ``hnsw.iterative_scan = relaxed_order`` (so a selective scope filter cannot starve the scan),
   re-sorted exactly, and checked: fewer than ``min(k, vectors in scope)`` rows → exact search.
   SQLite: the scope's vectors are read and scored in-process (numpy).
-* keyword — PostgreSQL FTS (``simple`` configuration, OR of the query's words, ``ts_rank_cd``)
-  or SQLite FTS5 (``bm25``), over memories and over the user's chat messages. The query's
+* keyword — PostgreSQL FTS (``simple`` configuration, OR of the query's words; memories by
+  ``ts_rank``, chat messages by ``ts_rank_cd``) or SQLite FTS5 (``bm25``), over memories and over
+  the user's chat messages. The query's
   English function words (``STOP_WORDS``) are left out unless nothing else is left: with OR
   semantics "what", "did", "her" match most turns of a conversation and filled the keyword list
   with turns the question does not name (``specs/memory-longterm.md``, ablation).
@@ -185,7 +186,7 @@ def keyword_memories(connection: Connection, scope: MemoryScope, kinds: Sequence
         tsquery = " | ".join(f"'{word}'" for word in words)
         sql = (f"SELECT m.id FROM xflow_memories m WHERE {_SCOPE} AND {_kinds_sql(kinds)} "
                f"AND {_PG_MEMORY_TEXT} @@ to_tsquery('simple', :q) "
-               f"ORDER BY ts_rank_cd({_PG_MEMORY_TEXT}, to_tsquery('simple', :q)) DESC, m.id "
+               f"ORDER BY ts_rank({_PG_MEMORY_TEXT}, to_tsquery('simple', :q)) DESC, m.id "
                "LIMIT :k OFFSET :offset")
     else:
         tsquery = " OR ".join(f'"{word}"' for word in words)
