@@ -24,7 +24,7 @@ from xflow_runtime.testing.wire import hashed_embedding
 pytestmark = pytest.mark.postgres
 
 ROOT = Path(__file__).resolve().parents[3]
-BIG, SMALL = "big o'neil", "small"
+BIG, SMALL = "big o'ne\\il", "small"  # a quote and a backslash: literals in predicates
 
 
 def _texts(size: int, owner: str) -> list[str]:
@@ -119,12 +119,12 @@ async def test_erasure_drops_the_users_scope_indexes_and_leaves_no_user_text_in_
         _bulk(memory, MemoryScope("acme", "support", "keeper"), _texts(60, "keeper"))
         assert len(scope_index.maintain(memory.engine, 50).built) == 4
         with memory.engine.connect() as connection:
-            assert sum("o''neil" in p for p in _predicates(connection)) == 2
+            assert sum("o''ne\\il" in p for p in _predicates(connection)) == 2
         await memory.erase_user("acme", BIG)  # this store only
         await erase_user("carol", tenant="acme", database_url=fresh_postgres_url)  # every store (GDPR)
         with memory.engine.connect() as connection:
             predicates = _predicates(connection)
-            assert not [p for p in predicates if "neil" in p or "carol" in p], predicates
+            assert not [p for p in predicates if "ne\\il" in p or "carol" in p], predicates
             assert scope_index.valid_indexes(connection) == {
                 scope_index.index_name("acme", "support", "keeper", EMBEDDING_MODEL, 64)}
 

@@ -10,7 +10,7 @@ the server then keeps its generic plan once five runs show it costs what the cus
 * **Registry**: the names prepared on a DBAPI connection are kept in its pool record's ``info``
   (they live as long as the server session); a name is a hash of the statement.
 * **At most** ``MAX_PREPARED`` **a connection**: the least recently used one is deallocated.
-* **Arguments are literals** (``EXECUTE`` takes no bind parameters): text, quoted here.
+* **Arguments are literals** (``EXECUTE`` takes no bind parameters): text, quoted by ``sql_text``.
 * **A session that lost its statements** (``DISCARD ALL``; psycopg's ``DEALLOCATE ALL`` after a
   rollback when it had prepared statements of its own, before ``search_pg.configure_engine``
   turned that off; a pooler in transaction mode that moves the next transaction to another server
@@ -32,6 +32,8 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
+from xflow_runtime.memory.longterm.sql_text import quoted_for_driver
+
 _log = logging.getLogger("xflow_runtime.memory.longterm")
 _INFO_KEY = "xflow_prepared_statements"
 _LOST = {"26000", "42P05"}  # prepared statement does not exist / already exists
@@ -49,12 +51,6 @@ def positional(statement: str, order: Sequence[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         return "%%" if match.group(0) == "%%" else f"${order.index(match.group(1)) + 1}"
     return _PLACEHOLDER.sub(replace, statement)
-
-
-def literal(value: str) -> str:
-    """A text literal (``standard_conforming_strings`` on, PostgreSQL's default since 9.1), its
-    ``%`` doubled for the driver's formatting."""
-    return "'" + value.replace("'", "''").replace("%", "%%") + "'"
 
 
 def name_of(statement: str) -> str:
@@ -78,7 +74,7 @@ def execute(connection: Connection, statement: str, arguments: Mapping[str, str]
             connection.exec_driver_sql(f"PREPARE {name}({', '.join('text' for _ in order)}) AS "
                                        + positional(statement, order))
             names[name] = None
-        return connection.exec_driver_sql(f"EXECUTE {name}({', '.join(literal(arguments[n]) for n in order)})")
+        return connection.exec_driver_sql(f"EXECUTE {name}({', '.join(quoted_for_driver(arguments[n]) for n in order)})")
     except DBAPIError as exc:
         if getattr(exc.orig, "sqlstate", None) not in _LOST:
             raise

@@ -36,6 +36,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from xflow_runtime.memory.longterm.sql_text import quoted
+
 PREFIX = "ix_xflow_mem_scope_"
 #: how long a process trusts its list of valid scope indexes (seconds)
 REFRESH_S = 10.0
@@ -72,16 +74,12 @@ def index_name(tenant: str, agent: str, user: str, model: str, dim: int) -> str:
     return user_prefix(tenant, user) + rest
 
 
-def sql_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def scope_predicate(tenant: str, agent: str, user: str, model: str, dim: int, alias: str = "") -> str:
     """The partial index's predicate (and the search's, written the same way so the planner can
     prove the one from the other): literals, quoted."""
     a = f"{alias}." if alias else ""
-    return (f"{a}tenant_id = {sql_literal(tenant)} AND {a}agent_id = {sql_literal(agent)} "
-            f"AND {a}user_id = {sql_literal(user)} AND {a}embedding_model = {sql_literal(model)} "
+    return (f"{a}tenant_id = {quoted(tenant)} AND {a}agent_id = {quoted(agent)} "
+            f"AND {a}user_id = {quoted(user)} AND {a}embedding_model = {quoted(model)} "
             f"AND {a}embedding_dim = {int(dim)}")
 
 

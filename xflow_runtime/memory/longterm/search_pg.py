@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine, event
 from xflow_runtime.memory.longterm import prepared, scope_index, search_sql
 from xflow_runtime.memory.longterm.records import Memory
 from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.memory.longterm.sql_text import quoted, quoted_for_driver
 from xflow_runtime.storage.longterm_models import vector_literal
 
 _SCOPE = ("m.tenant_id = %(tenant)s AND m.agent_id = %(agent)s AND m.user_id = %(user)s "
@@ -123,7 +124,7 @@ def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int
                                   None if kinds is None else tuple(kinds), k)
     parts = [_KEYWORD] if keyword else []
     if semantic:
-        parts.insert(0, _SEMANTIC.format(model=search_sql._sql_literal(model or ""), dim=int(dim or 0)))
+        parts.insert(0, _SEMANTIC.format(model=quoted(model or ""), dim=int(dim or 0)))
     selects = [f"SELECT id, list, rank FROM {name}"
                for name, on in (("semantic", semantic), ("keyword", keyword)) if on]
     if semantic and indexed is None:  # one extra row carries the bounded count of the scope's vectors
@@ -137,12 +138,12 @@ def _indexed_statement(predicate: str, dim: int, scope: MemoryScope | None, kind
     """The statement of a scope with its own index (``scope``: with its keyword list). Literals are
     quoted and their ``%`` doubled (pyformat)."""
     kinds_sql = ("%(kinds)s" if kinds is None else "ARRAY[" + ",".join(
-        scope_index.sql_literal(kind).replace("%", "%%") for kind in kinds) + "]::text[]")
+        quoted_for_driver(kind) for kind in kinds) + "]::text[]")
     k_sql = "%(k)s" if k is None else str(int(k))
     parts = [_INDEXED.format(predicate=predicate.replace("%", "%%"), dim=dim, kinds=kinds_sql, k=k_sql)]
     selects = [_INDEXED_SELECT.format(name="semantic")]
     if scope is not None:
-        literal = scope_index.sql_literal
+        literal = quoted
         where = (f"g.tenant_id = {literal(scope.tenant)} AND g.agent_id = {literal(scope.agent)} "
                  f"AND g.user_id = {literal(scope.user_id)}")
         parts.append(_INDEXED_KEYWORD.format(token=literal(scope_token(scope)), scope=where.replace("%", "%%"),

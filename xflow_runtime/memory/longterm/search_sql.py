@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from xflow_runtime.memory.longterm.scope import MemoryScope
+from xflow_runtime.memory.longterm.sql_text import quoted
 from xflow_runtime.storage.longterm_models import vector_literal
 
 _WORD = re.compile(r"\w+")
@@ -59,10 +60,6 @@ def _params(scope: MemoryScope, **extra: Any) -> dict[str, Any]:
 
 def _kinds_sql(kinds: Sequence[str]) -> str:
     return "m.kind IN (" + ", ".join(f"'{kind}'" for kind in kinds if kind in ("memory", "fact")) + ")"
-
-
-def _sql_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # ------------------------------------------------------------------------------ semantic
@@ -140,7 +137,7 @@ def _approximate_postgres(connection: Connection, scope: MemoryScope, kinds: Seq
                           dim: int, params: dict[str, Any]) -> list[tuple[str, float]]:
     # The model and dimension are literals so the planner can match the per-model partial index.
     expression = f"(m.embedding::vector({dim}))"
-    where = (f"{_SCOPE} AND {_kinds_sql(kinds)} AND m.embedding_model = {_sql_literal(model)} "
+    where = (f"{_SCOPE} AND {_kinds_sql(kinds)} AND m.embedding_model = {quoted(model)} "
              f"AND m.embedding_dim = {dim}")
     connection.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
     connection.execute(text(f"SET LOCAL hnsw.ef_search = {max(40, 2 * int(params['k']))}"))
@@ -166,7 +163,7 @@ def ensure_vector_index(connection: Connection, model: str, dim: int) -> None:
     connection.execute(text(
         f"CREATE INDEX IF NOT EXISTS {name} ON xflow_memories USING hnsw "
         f"((embedding::vector({dim})) vector_cosine_ops) "
-        f"WHERE embedding_model = {_sql_literal(model)} AND embedding_dim = {int(dim)}"))
+        f"WHERE embedding_model = {quoted(model)} AND embedding_dim = {int(dim)}"))
     _indexed.add(cache_key)  # (set before commit: a rolled-back creation is retried next process)
 
 
