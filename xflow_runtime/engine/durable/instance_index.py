@@ -129,7 +129,8 @@ class InstanceIndex:
 
     def recipients(self, tenant: str, user: str | None, keys: Iterable[str]) -> list[str]:
         """The live instances of ``tenant`` (of ``user``, if given) whose correlation key is one of
-        ``keys``, newest first: the candidates an event may reach (the caller checks correlation)."""
+        ``keys``: the candidates an event may reach (the caller checks correlation). Unordered: an
+        order by time would make the database walk every instance of the tenant instead."""
         where = ["name = :name", f"{self.expr['tenant']} = :tenant", f"{self.expr['correlation']} IN :keys",
                  "status IN :live"]
         params: dict[str, Any] = {"name": WORKFLOW_NAME, "tenant": tenant, "keys": list(keys),
@@ -137,8 +138,7 @@ class InstanceIndex:
         if user is not None:
             where.append(f"{self.expr['subject']} = :subject")
             params["subject"] = subject_key(tenant, user)
-        statement = text(f"SELECT workflow_uuid FROM {self.table} WHERE {' AND '.join(where)} "
-                         f"ORDER BY created_at DESC, {self.expr['uuid']} DESC")
+        statement = text(f"SELECT workflow_uuid FROM {self.table} WHERE {' AND '.join(where)}")
         return self._ids(statement, params, ["keys", "live"])
 
     def _ids(self, statement: Any, params: dict[str, Any], expanding: list[str]) -> list[str]:
