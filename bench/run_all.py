@@ -223,6 +223,11 @@ def lists_rows(lines: list[Line], quick: bool) -> list[Row]:
                         f"{_num(f, 'after_cpu_ms'):.2f} ms (×{_num(f, 'after_growth'):.2f} from {int(_num(f, 'small'))})",
                         f"read every instance {_num(f, 'before_cpu_ms'):.2f} ms (×{_num(f, 'before_growth'):.2f})",
                         _num(f, "ratio"), "reported", None, _load(f)))
+        f = _one(lines, f"lists_http_{kind}")
+        rows.append(Row(f"{what.split(' ')[0]} {what.split(' ')[1]} through xflow serve: server CPU per request, "
+                        f"{int(_num(f, 'instances'))} instances", f"{_num(f, 'server_cpu_ms'):.2f} ms",
+                        f"{int(_num(f, 'small'))} instances {_num(f, 'small_cpu_ms'):.2f} ms",
+                        _num(f, "growth"), "reported", None, _load(f)))
     return rows
 
 
