@@ -198,3 +198,26 @@ def test_the_keyset_pager_agrees_with_a_model_of_the_list(client, index_keys, mo
     pages = _pages(client, index_keys[caller], limit, **filters)
     assert [item["id"] for page in pages for item in page] == expected
     assert all(len(page) == limit for page in pages[:-1]) and len(pages[-1]) <= limit
+
+
+def test_the_status_filter_keeps_the_status_each_instance_shows(client, index_keys) -> None:
+    """``waiting`` comes from the hub's latest record (an agent reply) over an engine status of
+    running: the filter asks the database for a superset and keeps what the wire shows."""
+    pat = index_keys["p/pat"]
+    chat = client.post("/v1/workflows/chat/instances", json={"message": "hello"}, headers={**bearer(pat), "Prefer": "wait=60"})
+    assert chat.status_code == 201 and chat.json()["status"] == "waiting", chat.text
+    chat_id = chat.json()["id"]
+    waiting_approval = _start(client, pat, "approval", {"order": "s-1"}, **{"correlation.orderid": "s-1"})["id"]
+
+    def listed(status: str) -> list[str]:
+        return [item["id"] for page in _pages(client, pat, 3, status=status) for item in page]
+
+    assert chat_id in listed("waiting") and waiting_approval not in listed("waiting")
+    assert waiting_approval in listed("running") and chat_id not in listed("running")
+    done = client.post(f"/v1/instances/{chat_id}/messages", json={"text": "bye"}, headers=bearer(pat))
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    assert chat_id in listed("completed") and chat_id not in listed("waiting") + listed("running")
+    everything = [item["id"] for page in _pages(client, pat, 200) for item in page]
+    shown = {i: _status(client, pat, i) for i in everything}
+    for status in ("running", "waiting", "completed", "cancelled", "failed"):
+        assert listed(status) == [i for i in everything if shown[i] == status], status
