@@ -367,13 +367,21 @@ class DurableEngine:
 
     async def page(self, query: "InstanceQuery") -> builtins.list[Any]:
         """One page of instances (DBOS statuses), newest first, by an indexed query."""
-        assert self._index is not None
-        return await self._in_order(await asyncio.to_thread(self._index.page, query))
+        index = await self._labelled_index()
+        return await self._in_order(await asyncio.to_thread(index.page, query))
 
     async def recipients(self, tenant: str, user: str | None, keys: builtins.list[str]) -> builtins.list[Any]:
         """The live instances of a tenant (of a user) whose correlation key is one of ``keys``."""
+        index = await self._labelled_index()
+        return await self._in_order(await asyncio.to_thread(index.recipients, tenant, user, keys))
+
+    async def _labelled_index(self) -> "InstanceIndex":
+        """The index, after labelling what an older process started since (usually nothing: a probe)."""
+        from xflow_runtime.engine.durable.instance_index import label_old_instances
+
         assert self._index is not None
-        return await self._in_order(await asyncio.to_thread(self._index.recipients, tenant, user, keys))
+        await asyncio.to_thread(label_old_instances, self._index)
+        return self._index
 
     async def _in_order(self, ids: builtins.list[str]) -> builtins.list[Any]:
         if not ids:
