@@ -214,6 +214,23 @@ def fleet_waiting_rows(lines: list[Line], quick: bool) -> list[Row]:
                 None, "reported", None, _load(f))]
 
 
+def lists_rows(lines: list[Line], quick: bool) -> list[Row]:
+    rows = []
+    for kind, what in (("list", "GET /v1/instances page (newest 50 of a tenant)"),
+                       ("event", "POST /v1/events recipients (one correlated order)")):
+        f = _one(lines, f"lists_{kind}")
+        rows.append(Row(f"{what}: CPU per call, indexed, {int(_num(f, 'instances'))} waiting instances",
+                        f"{_num(f, 'after_cpu_ms'):.2f} ms (×{_num(f, 'after_growth'):.2f} from {int(_num(f, 'small'))})",
+                        f"read every instance {_num(f, 'before_cpu_ms'):.2f} ms (×{_num(f, 'before_growth'):.2f})",
+                        _num(f, "ratio"), "reported", None, _load(f)))
+        f = _one(lines, f"lists_http_{kind}")
+        rows.append(Row(f"{what.split(' ')[0]} {what.split(' ')[1]} through xflow serve: server CPU per request, "
+                        f"{int(_num(f, 'instances'))} instances", f"{_num(f, 'server_cpu_ms'):.2f} ms",
+                        f"{int(_num(f, 'small'))} instances {_num(f, 'small_cpu_ms'):.2f} ms",
+                        _num(f, "growth"), "reported", None, _load(f)))
+    return rows
+
+
 def service_rows(lines: list[Line], quick: bool) -> list[Row]:
     f = _one(lines, "service")
     overhead = _num(f, "server_overhead_p95_ms")
@@ -256,6 +273,7 @@ BENCHMARKS = (
     Benchmark("a2a", "bench_a2a.py", (), ("--quick",), reported("a2a_proxy", "ours_ms", "baseline_ms", "ratio")),
     Benchmark("service", "bench_service.py", (), ("--sessions", "8", "--messages", "2", "--rounds", "1",
                                                     "--paced-sessions", "2", "--think", "0.2"), service_rows),
+    Benchmark("instance_lists", "bench_instance_lists.py", (), ("--quick",), lists_rows),
 )
 
 

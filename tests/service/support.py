@@ -41,6 +41,7 @@ class ServiceProcess:
     process: subprocess.Popen | None = None
     port: int = 0
     log: Path | None = None
+    log_dir: Path | None = None  # where the log goes (default: beside a SQLite store; needed for PostgreSQL)
 
     @property
     def url(self) -> str:
@@ -57,7 +58,7 @@ class ServiceProcess:
             command += ["--llm-api-base", self.llm_api_base]
         env = {**os.environ, "PYTHONPATH": str(ROOT), JWT_ENV: JWT_SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                **self.env}
-        self.log = Path(self.db_url.replace("sqlite:///", "")).parent / f"serve-{self.port}.log"
+        self.log = (self.log_dir or Path(self.db_url.replace("sqlite:///", "")).parent) / f"serve-{self.port}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(command, env=env, cwd=str(ROOT), stdout=open(self.log, "ab"),
                                         stderr=subprocess.STDOUT)

@@ -116,3 +116,26 @@ def test_a_bad_batch_item_names_its_index(client, keys) -> None:
     empty = client.post("/v1/events", content="[]", headers={**bearer(keys["a"]),
                                                              "content-type": "application/cloudevents-batch+json"})
     assert empty.status_code == 200 and empty.json() == {"results": []}
+
+
+def test_an_instance_without_correlation_receives_every_event_its_owner_may_send(client, keys) -> None:
+    """Pinned before event delivery went through an index: an instance started without correlation
+    values receives every event of a credential that may see it (its tenant's service credential,
+    its own user), not another user's; the correlated instances of the tenant still need their values."""
+    uncorrelated = client.post("/v1/workflows/approval/instances", json={"order": "u-1"}, headers=bearer(keys["b/bea"]))
+    assert uncorrelated.status_code == 201, uncorrelated.text
+    correlated = start(client, keys["b"], "u-2")
+    headers = {"content-type": STRUCTURED}
+    # (each approval event also starts an approval instance correlated on its order: another order here)
+    other_user = client.post("/v1/events", content=json.dumps(approval("zz-8", "u-e1")),
+                             headers={**headers, **bearer(keys["b/bob"])}).json()
+    assert other_user["delivered_to"] == 0
+    service = client.post("/v1/events", content=json.dumps(approval("zz-9", "u-e2", ok=False)),
+                          headers={**headers, **bearer(keys["b"])}).json()
+    assert service["delivered_to"] == 1  # the uncorrelated one, not u-2 nor t-1 (another order)
+    done = wait_done(client, keys["b/bea"], uncorrelated.json()["id"])
+    assert done["output"] == {"order": "u-1", "decision": {"ok": False}}
+    assert client.get(f"/v1/instances/{correlated}", headers=bearer(keys["b"])).json()["status"] == "running"
+    finish = client.post("/v1/events", content=json.dumps(approval("u-2", "u-e3")),
+                         headers={**headers, **bearer(keys["b"])}).json()
+    assert finish["delivered_to"] == 1 and wait_done(client, keys["b"], correlated)["status"] == "completed"

@@ -31,6 +31,7 @@ from xflow_runtime.runtime.options import llm_client, long_term_options
 
 if TYPE_CHECKING:
     from xflow_runtime.a2a.settings import A2ASettings
+    from xflow_runtime.engine.durable.instance_keys import InstanceQuery
     from xflow_runtime.engine.durable import DurableEngine
     from xflow_runtime.engine.fleet_options import FleetOptions
     from xflow_runtime.expressions.limits import EvaluationLimits
@@ -52,11 +53,7 @@ class Runtime:
     """Runs workflow instances on the in-process engine (fast, nothing persisted) or the durable
     engine (DBOS; SQLite under ``./.xflow/`` by default, PostgreSQL by ``database_url``).
 
-    Every argument is described in ``specs/python-api.md`` ("Runtime"): the Python functions and
-    secrets instances see, listeners of events, history and reply tokens, subflows, HTTP and LLM
-    settings, chat and long-term memory, strict SW 0.8 loading, evaluation limits, a worker
-    fleet's options, the callback settings of ``aiagentproxy`` agents (xFlow's contract and A2A
-    push), and OpenTelemetry providers.
+    Every argument is described in ``specs/python-api.md`` ("Runtime").
 
     A durable runtime owns DBOS, a process-wide singleton: one durable runtime per process.
     ``executor_id`` decides which crashed instances it recovers when it opens: the default
@@ -336,6 +333,18 @@ class Runtime:
         times); ``status`` DBOS statuses (``PENDING``, ``ENQUEUED``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
         engine = await self._require_durable("list instances")
         return [execution.describe_status(s) for s in await engine.list(limit=limit, status=status)]
+
+    async def find_instances(self, query: "InstanceQuery") -> list[dict[str, Any]]:
+        """One page of durable instances (rows as :meth:`list_instances`), by the database's indexes."""
+        engine = await self._require_durable("list instances")
+        return [execution.describe_status(s) for s in await engine.page(query)]
+
+    async def event_recipients(self, event: Mapping[str, Any], *, tenant: str, user: str | None = None) -> list[str]:
+        """The live durable instances of ``tenant`` (``user``) ``event`` reaches by correlation (by index)."""
+        from xflow_runtime.engine.durable.instance_keys import correlates, event_keys
+        engine = await self._require_durable("deliver events by correlation")
+        return [s.workflow_id for s in await engine.recipients(tenant, user, event_keys(event))
+                if correlates(execution.describe_status(s)["labels"], event)]
 
     async def status_row(self, instance_id: str) -> dict[str, Any] | None:
         """One durable instance as :meth:`list_instances` lists it, or ``None`` if unknown."""

@@ -182,6 +182,11 @@ class LiveHub:
         state = self._instances.get(instance_id)
         return state.last_event if state else None
 
+    def ended_here(self, event: str) -> list[str]:
+        """The instances whose latest record seen here is ``event`` (a terminal one): those the hub
+        may show ended before the engine does (at most :data:`ENDED_KEPT`)."""
+        return [i for i in self._ended if (state := self._instances.get(i)) is not None and state.last_event == event]
+
     def max_seq(self, instance_id: str) -> int | None:
         state = self._instances.get(instance_id)
         return None if state is None or state.max_seq < 0 else state.max_seq

@@ -41,12 +41,6 @@ async def post_events(request: Request, principal: Principal = Depends(current_p
     return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 
 
-def correlates(labels: dict[str, str], event: dict[str, Any]) -> bool:
-    """Whether the event carries every correlation value the instance was started with."""
-    return all(str(event.get(name[len("correlation."):])) == value
-               for name, value in labels.items() if name.startswith("correlation."))
-
-
 async def _accept(state: ServiceState, principal: Principal, event: dict[str, Any]) -> dict[str, Any]:
     started: list[str] = []
     for definition in state.catalog.started_by(event["type"], event.get("source")):
@@ -61,12 +55,14 @@ async def _accept(state: ServiceState, principal: Principal, event: dict[str, An
         await state.runtime.send_event(event, instance_id=instance_id)
         started.append(instance_id)
     delivered = 0
-    # ENQUEUED too: a resumed instance is queued before it runs again, and keeps its events
-    for row in await state.runtime.list_instances(limit=None, status=["PENDING", "ENQUEUED"]):
-        if row["instance_id"] in started or not principal.may_see(row.get("tenant"), row.get("user")):
+    # found by index on (tenant, correlation key); ENQUEUED too: a resumed instance is queued
+    # before it runs again, and keeps its events (specs/service.md, "Events")
+    user = principal.user if principal.role == "user" else None
+    recipients = [] if principal.role == "user" and user is None else \
+        await state.runtime.event_recipients(event, tenant=principal.tenant, user=user)
+    for instance_id in recipients:
+        if instance_id in started:
             continue
-        if not correlates(row.get("labels") or {}, event):
-            continue
-        await state.runtime.send_event(event, instance_id=row["instance_id"])
+        await state.runtime.send_event(event, instance_id=instance_id)
         delivered += 1
     return {"id": event["id"], "source": event["source"], "started": started, "delivered_to": delivered}

@@ -16,11 +16,12 @@ from fastapi.responses import JSONResponse
 from xflow_runtime.service.auth import current_principal
 from xflow_runtime.service.body import json_body
 from xflow_runtime.service.catalog import Definition
+from xflow_runtime.service.listing import list_page
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
 from xflow_runtime.service.state import ServiceState
-from xflow_runtime.service.views import (STATUSES, TERMINAL, decode_cursor, encode_cursor, instance_detail,
-                                         instance_summary, status_of)
+from xflow_runtime.service.views import (STATUSES, TERMINAL, decode_cursor, instance_detail, instance_summary,
+                                         status_of)
 from xflow_runtime.service.waiting import idempotency_key, prefer_wait, settled
 
 router = APIRouter(prefix="/v1", tags=["instances"])
@@ -158,27 +159,7 @@ async def list_instances(request: Request, principal: Principal = Depends(curren
     filters = {"tenant": principal.tenant, "user": principal.user if principal.role == "user" else user,
                "workflow": workflow, "status": status, "started_after": earliest, "started_before": latest}
     after = decode_cursor(cursor, filters) if cursor else None
-    rows = [r for r in await state.runtime.list_instances(limit=None)
-            if principal.may_see(r.get("tenant"), r.get("user")) and (workflow is None or r.get("workflow") == workflow)
-            and (filters["user"] is None or r.get("user") == filters["user"])
-            and (earliest is None or (r.get("created_at") or 0.0) >= earliest)
-            and (latest is None or (r.get("created_at") or 0.0) < latest)]
-    rows.sort(key=lambda r: (r.get("created_at") or 0.0, r["instance_id"]), reverse=True)
-    items: list[dict[str, Any]] = []
-    next_cursor = None
-    for row in rows:
-        if after is not None and (row.get("created_at") or 0.0, row["instance_id"]) >= after:
-            continue
-        view = instance_summary(row, state.hub.last_event(row["instance_id"]), base_url(request))
-        if status is not None and view["status"] != status:
-            continue
-        if len(items) == limit:
-            last = items[-1]
-            next_cursor = encode_cursor(last["_created"], last["id"], filters)
-            break
-        items.append({**view, "_created": row.get("created_at") or 0.0})
-    for item in items:
-        item.pop("_created")
+    items, next_cursor = await list_page(state, principal, filters, after, limit, base_url(request))
     return {"items": items, "next_cursor": next_cursor}
 
 

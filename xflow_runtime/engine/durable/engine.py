@@ -52,6 +52,8 @@ from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 
 if TYPE_CHECKING:
+    from xflow_runtime.engine.durable.instance_index import InstanceIndex
+    from xflow_runtime.engine.durable.instance_keys import InstanceQuery
     from xflow_runtime.engine.fleet_options import FleetOptions
 
 #: Called inside the DBOS workflow with the recorded request and the port; returns the output.
@@ -143,14 +145,13 @@ def attach_log_handler() -> None:
         dbos_logger.propagate = False
 
 
-def subject_label(request: dict[str, Any]) -> dict[str, str] | None:
-    """The DBOS workflow attributes of an instance: its user's subject key, if it has a user."""
-    from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
+def start_attributes(request: dict[str, Any]) -> dict[str, str]:
+    """The DBOS workflow attributes of an instance: its user's subject key (erasure and export find
+    the user's instances by it), its tenant, workflow and correlation key (lists and event delivery
+    find instances by them through indexes, :mod:`.instance_index`)."""
+    from xflow_runtime.engine.durable.instance_keys import instance_attributes
 
-    identity = request.get("identity") or {}
-    if not identity.get("user"):
-        return None
-    return {SUBJECT_ATTRIBUTE: subject_key(identity.get("tenant") or "default", identity["user"])}
+    return instance_attributes(request)
 
 
 def resolve_database_url(url: str | None) -> str:
@@ -198,6 +199,7 @@ class DurableEngine:
         # DBOS's handles on the instances this process started and that are still running: their
         # result is the task's, awaited directly instead of polling the status row.
         self._running_handles: dict[str, Any] = {}
+        self._index: "InstanceIndex | None" = None
 
     @property
     def display_url(self) -> str:
@@ -248,6 +250,7 @@ class DurableEngine:
                 from xflow_runtime.engine.fleet import register_instance_queue
 
                 register_instance_queue(self.fleet)
+            self._open_index()
         except Exception as error:
             DBOS.destroy()
             if self._member is not None:
@@ -258,6 +261,20 @@ class DurableEngine:
             raise DurableEngineError(
                 f"cannot open the durable store {_redact(self.database_url)}: {describe_error(error)}") from error
         self._launched = True
+
+    def _open_index(self) -> None:
+        """The indexes lists and event delivery read by (:mod:`.instance_index`), and the attributes
+        of the instances recorded before they existed."""
+        from xflow_runtime.engine.durable.instance_index import InstanceIndex, label_old_instances
+        from xflow_runtime.storage.database import create_database_engine
+
+        self._index = InstanceIndex(create_database_engine(self.database_url, wal=False))
+        self._index.ensure()
+        try:
+            label_old_instances(self._index)
+        except Exception as error:  # noqa: BLE001 - lists miss them until a later launch labels them
+            logging.getLogger(__name__).warning("cannot label the instances recorded before the instance "
+                                                "indexes: %s", describe_error(error))
 
     def _join_fleet(self) -> None:
         from xflow_runtime.engine.fleet import Fleet
@@ -287,6 +304,9 @@ class DurableEngine:
             DBOS.destroy()
             _body = None
             self._launched = False
+        if self._index is not None:
+            self._index.engine.dispose()
+            self._index = None
         if self._member is not None:  # after DBOS stopped: nothing of ours commits any more
             member, self._member = self._member, None
             member.leave("exited")
@@ -296,7 +316,7 @@ class DurableEngine:
         """Start an instance; starting again with the same id attaches to the existing one. An
         instance of a user is labelled with the user's subject key, so erasure and export find it
         without decoding recorded inputs (specs/memory-longterm.md, privacy)."""
-        with SetWorkflowID(instance_id), SetWorkflowAttributes(subject_label(request)):
+        with SetWorkflowID(instance_id), SetWorkflowAttributes(start_attributes(request)):
             if self.fleet is not None:  # any worker of the fleet runs it
                 from xflow_runtime.engine.fleet import INSTANCE_QUEUE
 
@@ -344,6 +364,30 @@ class DurableEngine:
         """Instances, newest first."""
         return await DBOS.list_workflows_async(name=WORKFLOW_NAME, status=status, limit=limit,
                                                sort_desc=True)
+
+    async def page(self, query: "InstanceQuery") -> builtins.list[Any]:
+        """One page of instances (DBOS statuses), newest first, by an indexed query."""
+        index = await self._labelled_index()
+        return await self._in_order(await asyncio.to_thread(index.page, query))
+
+    async def recipients(self, tenant: str, user: str | None, keys: builtins.list[str]) -> builtins.list[Any]:
+        """The live instances of a tenant (of a user) whose correlation key is one of ``keys``."""
+        index = await self._labelled_index()
+        return await self._in_order(await asyncio.to_thread(index.recipients, tenant, user, keys))
+
+    async def _labelled_index(self) -> "InstanceIndex":
+        """The index, after labelling what an older process started since (usually nothing: a probe)."""
+        from xflow_runtime.engine.durable.instance_index import label_old_instances
+
+        assert self._index is not None
+        await asyncio.to_thread(label_old_instances, self._index)
+        return self._index
+
+    async def _in_order(self, ids: builtins.list[str]) -> builtins.list[Any]:
+        if not ids:
+            return []
+        statuses = {s.workflow_id: s for s in await DBOS.list_workflows_async(workflow_ids=ids, load_output=False)}
+        return [statuses[i] for i in ids if i in statuses]  # an instance erased meanwhile is gone
 
     async def steps(self, instance_id: str) -> builtins.list[Any]:
         return await DBOS.list_workflow_steps_async(instance_id)
