@@ -17,12 +17,10 @@ the last poll's duration: a poll for many ids costs more (DBOS builds and decode
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
+import weakref
 
 from dbos import DBOS, WorkflowStatusString
-
-log = logging.getLogger("xflow.durable")
 
 MIN_SECONDS = 0.02
 MAX_SECONDS = 0.2
@@ -36,7 +34,22 @@ class UnknownWorkflow(LookupError):
 
 
 class CompletionWatch:
-    """The instances this process waits on, and the one task that polls for their end."""
+    """The instances this process waits on, one poll per event loop (futures belong to a loop)."""
+
+    def __init__(self) -> None:
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWatch] = weakref.WeakKeyDictionary()
+
+    async def wait(self, instance_id: str) -> None:
+        """Return once ``instance_id`` has ended; :class:`UnknownWorkflow` if there is no such instance."""
+        loop = asyncio.get_running_loop()
+        watch = self._loops.get(loop)
+        if watch is None:
+            watch = self._loops[loop] = _LoopWatch()
+        await watch.wait(instance_id)
+
+
+class _LoopWatch:
+    """The waiters of one event loop, and the one task that polls for their end."""
 
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future[None]] = {}
@@ -45,22 +58,14 @@ class CompletionWatch:
         self._wake = asyncio.Event()
 
     async def wait(self, instance_id: str) -> None:
-        """Return once ``instance_id`` has ended; :class:`UnknownWorkflow` if there is no such instance."""
-        loop = asyncio.get_running_loop()
-        if self._task is not None and (self._task.done() or self._task.get_loop() is not loop):
-            self._reset()
         future = self._waiting.get(instance_id)
         if future is None:
-            future = self._waiting[instance_id] = loop.create_future()
+            future = self._waiting[instance_id] = asyncio.get_running_loop().create_future()
             self._unchecked.add(instance_id)
             self._wake.set()
         if self._task is None:
-            self._task = loop.create_task(self._run(), name="xflow-completion-watch")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="xflow-completion-watch")
         await asyncio.shield(future)  # a caller's timeout leaves the others' wait alone
-
-    def _reset(self) -> None:
-        """A new event loop (a runtime reopened): the old loop's futures and task are gone."""
-        self._waiting, self._unchecked, self._task, self._wake = {}, set(), None, asyncio.Event()
 
     async def _run(self) -> None:
         interval = MIN_SECONDS
