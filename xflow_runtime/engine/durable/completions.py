@@ -23,7 +23,7 @@ import weakref
 from dbos import DBOS, WorkflowStatusString
 
 MIN_SECONDS = 0.02
-MAX_SECONDS = 0.2
+MAX_SECONDS = 0.1
 COST_FACTOR = 25
 #: Statuses after which an instance's result is final (DBOS's ``wait_first`` uses the same rule).
 ENDED = [s.value for s in WorkflowStatusString if s.value not in ("PENDING", "ENQUEUED", "DELAYED")]
