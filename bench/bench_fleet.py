@@ -5,7 +5,7 @@ Each instance is ``bench_agents``' agent (two tool rounds: 3 LLM calls). For eac
 database, the workers started and ready (litellm preloaded), a warm-up round, then ``--instances``
 starts enqueued by a front end in this process; each worker takes at most its share
 (``--concurrency`` = instances / workers). Wall time runs from the first start to the last
-instance's SUCCESS (polled every 50 ms); CPU is the measured round's.
+instance's result (``handle.result()`` for each, as an application waits); CPU is the measured round's.
 Printed per size (``BENCH fleet_<n>``):
 
 - ``per_s``: instances per second; ``scaling``: per_s / (n × per_s of 1 worker) — the issue's target
@@ -108,11 +108,14 @@ async def _front_end_run(url: str, api_base: str, workflow: Path, rounds: list[i
             if number and between is not None:
                 between()
             started = time.perf_counter()
-            await asyncio.gather(*(runtime.start(plan, {"order": k}) for k in range(instances)))
+            handles = await asyncio.gather(*(runtime.start(plan, {"order": k}) for k in range(instances)))
+            # what an application does: wait for every result (one status poll for all of them)
+            await asyncio.gather(*(handle.result() for handle in handles))
             done += instances
-            while await asyncio.to_thread(_successes, url) < done:
-                await asyncio.sleep(0.05)
-        return time.perf_counter() - started
+        wall = time.perf_counter() - started
+        if await asyncio.to_thread(_successes, url) != done:
+            raise SystemExit("not every instance succeeded")
+        return wall
 
 
 def measure(server: Any, database: str, api_base: str, workflow: Path, workers: int, instances: int,

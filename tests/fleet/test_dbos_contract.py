@@ -1,9 +1,15 @@
 """The DBOS internals the reaper relies on, pinned against the installed DBOS (``dbos>=3.4,<3.5``):
 ``DBOS._recover_pending_workflows`` (through ``engine/dbos_adapter.py``) re-enqueues only PENDING
 instances of the named executors, keeps their queue and recovery attempts, and is a no-op once a
-live worker has claimed the instance again. If this fails after raising the pin, the reaper is unsafe."""
+live worker has claimed the instance again. If this fails after raising the pin, the reaper is unsafe.
+
+Also pinned: DBOS retries a system-database call whose pooled connection died, which is what lets
+the durable engine run DBOS's pool without a ping before every checkout (``engine/durable/engine.py``).
+If that test fails, put ``pool_pre_ping`` back."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -92,3 +98,29 @@ async def test_a_worker_s_own_hand_back_touches_only_its_own_pending_instance(po
         assert rows["mine"][0] == "ENQUEUED" and rows["mine"][2] == INSTANCE_QUEUE and rows["mine"][3] == 3
         assert rows["also-mine"][:2] == ("PENDING", "xw-me"), "only the ids named"
         assert rows["theirs"][:2] == ("PENDING", "xw-them"), "another executor's instance is untouched"
+
+
+def _terminate_dbos_sessions(url: str) -> int:
+    """End every DBOS pool connection to this database (a server restart, as the pool sees it)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return len(connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'dbos_transact' AND pid <> pg_backend_pid()")).all())
+    finally:
+        engine.dispose()
+
+
+async def test_dbos_retries_a_call_whose_pooled_connection_died(postgres_database_url, tmp_path) -> None:
+    """No pre-ping: the pool hands out connections the server has ended; the first statement on
+    each fails, DBOS retries it on a fresh connection, and the instance runs once, correctly."""
+    url = postgres_database_url
+    (tmp_path / "contract.yaml").write_text(WORKFLOW)
+    async with Runtime("durable", database_url=url) as runtime:
+        plan = runtime.load(tmp_path / "contract.yaml")
+        assert await (await runtime.start(plan, {"n": 1}, instance_id="before")).result() == {"n": 1}
+        assert _terminate_dbos_sessions(url) > 0
+        after = await runtime.start(plan, {"n": 2}, instance_id="after")
+        assert await asyncio.wait_for(after.result(), 60) == {"n": 2}
+        assert (await runtime.status_row("after") or {}).get("status") == "SUCCESS"

@@ -121,8 +121,12 @@ class DurableBackend:
         return [status.workflow_id for status in await self.engine.list(status="PENDING")]
 
     async def result(self, instance_id: str) -> Any:
-        await self._known(instance_id)
-        return await self.engine.result(instance_id)
+        from xflow_runtime.engine.durable.completions import UnknownWorkflow
+
+        try:  # the engine's first poll says whether it exists (one query for many callers)
+            return await self.engine.result(instance_id)
+        except UnknownWorkflow:
+            raise UnknownInstance(f"no instance {instance_id!r} in {self.engine.display_url}") from None
 
     async def cancel(self, instance_id: str) -> None:
         await self._known(instance_id)

@@ -42,6 +42,7 @@ from xflow_runtime.engine.durable.names import (
     WORKFLOW_NAME,
     parked_error,
 )
+from xflow_runtime.engine.durable.completions import CompletionWatch
 from xflow_runtime.engine.durable.local_wake import poll_seconds, wake_receiver
 from xflow_runtime.engine.durable import wakes  # also registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable.port import DurablePort
@@ -61,7 +62,8 @@ InstanceBody = Callable[[dict[str, Any], "DurablePort"], Awaitable[Any]]
 
 _body: InstanceBody | None = None
 
-#: How often a caller waiting for an instance's result re-reads its status.
+#: How often DBOS's ``get_result`` re-reads a status: only for an instance that ended (read once)
+#: or runs in this process (its task answers); others wait in :mod:`.completions`.
 RESULT_POLLING_SECONDS = 0.02
 
 
@@ -200,6 +202,7 @@ class DurableEngine:
         # result is the task's, awaited directly instead of polling the status row.
         self._running_handles: dict[str, Any] = {}
         self._index: "InstanceIndex | None" = None
+        self._completions = CompletionWatch()
 
     @property
     def display_url(self) -> str:
@@ -229,6 +232,13 @@ class DurableEngine:
             # timeout failed the instance. Bounded, the calls wait in the executor's queue instead.
             "max_executor_threads": int(os.environ.get("XFLOW_DBOS_EXECUTOR_THREADS", str(EXECUTOR_THREADS))),
         }
+        if self.database_url.startswith("postgresql"):
+            # No ping before every checkout (DBOS's default): it was a round trip per transaction,
+            # ~14 per agent instance, ~1 ms of PostgreSQL's CPU and more of ours. DBOS retries
+            # every system-database call on a lost connection (and SQLAlchemy then replaces the
+            # pool's connections), so a restarted server costs one retry, not an error
+            # (specs/durability.md §7; tests/fleet/test_dbos_contract.py, test_database_faults.py).
+            config["db_engine_kwargs"] = {"pool_pre_ping": False}
         if self.fleet is not None:
             # a frozen worker must not hold a status-row lock (and block its takeover) for long
             config["sys_db_idle_transaction_timeout_sec"] = 10
@@ -330,9 +340,13 @@ class DurableEngine:
             task.add_done_callback(lambda _: handles.pop(instance_id, None))
 
     async def result(self, instance_id: str) -> Any:
+        """The output of an instance once it ended; :class:`~.completions.UnknownWorkflow` if none has this id."""
         try:
-            handle = self._running_handles.get(instance_id) or await DBOS.retrieve_workflow_async(instance_id)
-            # Polls the status row; a short interval keeps the latency of small instances low.
+            handle = self._running_handles.get(instance_id)
+            if handle is None:  # it runs elsewhere (a fleet worker) or ran before this process
+                await self._completions.wait(instance_id)  # one poll for every waiting caller
+                handle = await DBOS.retrieve_workflow_async(instance_id, existing_workflow=False)
+            # Ended (a remote one) or a task of this process: no status polling left here.
             return await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
         except DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded:
             raise WorkflowFailed(instance_id, parked_error()) from None
