@@ -95,6 +95,20 @@ def check_invocations(rows: list[tuple[str, str, int, Any, Any]], killed_pid: in
     return again
 
 
+def worker_state(url: str, executor_id: str) -> str:
+    """A worker's row state in ``xflow_workers`` (running, draining, dead, exited, recovered)."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT state FROM xflow_workers WHERE executor_id = %s", (executor_id,)).fetchone()[0]
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP, or a freeze point)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
 def fleet_table(url: str) -> None:
     import psycopg
 

@@ -5,7 +5,8 @@
   continue on the other worker; no completed step runs again and no instance runs on two workers
   at once;
 - PostgreSQL restarted under a running fleet: the workers reconnect and every instance finishes
-  once with the right output.
+  once with the right output; restarted in the middle of a sweep that takes a killed worker's
+  instances over (a pause point holds the sweep there): a later sweep completes the takeover.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 import pytest
 
 from tests.fleet.partition import PartitionProxy
-from tests.fleet.support import check_invocations, database_now, fleet_table, invocations, start_worker, start_workers
+from tests.fleet.support import (
+    check_invocations, database_now, fleet_table, invocations, start_worker, start_workers, worker_state,
+)
 from tests.fleet.test_frozen_worker import CHAIN, STEPS
 from xflow_runtime.engine.fleet import FENCED_EXIT
 from xflow_runtime.engine.fleet_options import FleetOptions
@@ -187,3 +190,81 @@ async def test_a_live_worker_hands_back_an_instance_it_holds_but_no_longer_runs(
         worker.terminate()
     assert result["first"] == {"label": "first", "square": 0}
     assert [row[2] for row in await asyncio.to_thread(invocations, url) if row[0] == "dropped"] == [worker.pid] * 2
+
+
+@pytest.mark.parametrize("point", ["fleet.sweep.declared_dead", "fleet.sweep.handing_back"])
+async def test_a_postgresql_restart_during_a_takeover_sweep_loses_nothing(
+        private_postgres, tmp_path: Path, point: str) -> None:
+    """PostgreSQL restarts while a sweep takes a killed worker's instances over: inside the sweep's
+    transaction (the death not committed: it is rolled back) or between the committed death and
+    DBOS's re-enqueue. The sweep fails, a later one (after the sweeper warms up again, T, when
+    the death was lost) completes it: every instance finishes with the right output, the dead
+    worker's row ends ``recovered``, the sweeper is not fenced (the restart is shorter than T), no
+    step recorded before the restart runs again and no instance runs on two workers at once."""
+    import psycopg
+
+    with psycopg.connect(private_postgres.get_uri(), autocommit=True) as connection:
+        connection.execute("CREATE DATABASE fleet_sweep_restart")
+    url = private_postgres.get_uri(database="fleet_sweep_restart", driver="psycopg")
+    fleet_table(url)
+    pauses = tmp_path / "pauses"
+    pauses.mkdir()
+    victim, sweeper = await asyncio.gather(
+        asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER),
+        asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER,
+                          env={"XFLOW_PAUSE_AT": point, "XFLOW_PAUSE_DIR": str(pauses)}))
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 24, "sweep")
+            for _ in range(3000):
+                if [row for row in await asyncio.to_thread(invocations, url) if row[2] == victim.pid]:
+                    break
+                await asyncio.sleep(0.02)
+            victim.kill()
+            killed_at = await asyncio.to_thread(database_now, url)
+            for _ in range(int((DEAD_AFTER * 3 + 20) / 0.02)):  # the sweeper's sweep takes the victim over
+                if (pauses / f"{point}.reached").exists():
+                    break
+                await asyncio.sleep(0.02)
+            assert (pauses / f"{point}.reached").exists(), f"no sweep reached {point}"
+            await asyncio.to_thread(_restart, private_postgres)
+            restarted_at = await asyncio.to_thread(database_now, url)
+            (pauses / f"{point}.go").touch()  # the sweep goes on, on connections the restart ended
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            except TimeoutError:
+                raise AssertionError(f"instances left: {await asyncio.to_thread(_unfinished, url)}") from None
+        alive = sweeper.process.poll() is None
+        for _ in range(100):  # the row becomes 'recovered' in the sweep after the hand-back
+            if await asyncio.to_thread(worker_state, url, victim.executor_id) == "recovered":
+                break
+            await asyncio.sleep(0.1)
+        victim_state = await asyncio.to_thread(worker_state, url, victim.executor_id)
+    finally:
+        for worker in (victim, sweeper):
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert all(_right(result) for result in results)
+    assert alive, f"the sweeper fenced itself (exit {sweeper.process.returncode})"
+    assert victim_state == "recovered"
+    rows = await asyncio.to_thread(invocations, url)
+    assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+    runs: dict[tuple[str, str], list[tuple[int, Any, Any]]] = {}
+    for instance, label, pid, started, ended in rows:
+        runs.setdefault((instance, label), []).append((pid, started, ended if ended is not None else killed_at))
+    for key, key_runs in runs.items():
+        # a step ran again only if its earlier run died with the victim or was in flight (its
+        # result not recorded) when the server went away
+        for pid, started, _ in key_runs[:-1]:
+            assert pid == victim.pid or started < restarted_at, (key, key_runs)
+    # never two workers on one instance: the victim's runs all ended before the sweeper's of the same instance
+    by_instance: dict[str, list[tuple[int, Any, Any]]] = {}
+    for (instance, _), key_runs in runs.items():
+        by_instance.setdefault(instance, []).extend(key_runs)
+    for instance, instance_runs in by_instance.items():
+        instance_runs.sort(key=lambda run: run[1])
+        for (pid_a, _, end_a), (pid_b, start_b, _) in zip(instance_runs, instance_runs[1:]):
+            if pid_a != pid_b:
+                assert end_a <= start_b, (instance, instance_runs)
+    on_both = [instance for instance, instance_runs in by_instance.items() if len({run[0] for run in instance_runs}) == 2]
+    assert on_both, "no instance of the victim was taken over"
