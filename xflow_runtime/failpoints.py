@@ -64,7 +64,10 @@ def _freeze(name: str, wanted: str) -> None:
             _hits[name] += 1
             hit = _hits[name]
         if hit == int(nth or 1):
-            os.kill(os.getpid(), signal.SIGSTOP)
+            # at this thread: a stop sent to the process is taken by whichever thread the kernel
+            # picks, and on a loaded machine this one could go on (commit, release its locks)
+            # until that thread runs; sent to itself, it stops before its next instruction
+            signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 
 def _pause(name: str) -> None:
