@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -50,17 +51,24 @@ def _workers(url: str) -> dict[str, tuple[int, str]]:
         engine.dispose()
 
 
+def _serve(url: str, folder: Path, workers: int, env: dict[str, str] | None = None) -> tuple[Any, str, Any]:
+    """``xflow serve --workers N`` on ``url`` with :data:`WORKFLOW` (its log in ``folder/serve.log``)."""
+    fleet_table(url)
+    (folder / "hello.yaml").write_text(WORKFLOW)
+    port = free_port()
+    log = open(folder / "serve.log", "ab")
+    service = subprocess.Popen(
+        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(folder), "--db", url,
+         "--port", str(port), "--auth", "none", "--workers", str(workers), "--drain-seconds", "5",
+         "--log-level", "warning"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url, **(env or {})},
+        stdout=log, stderr=subprocess.STDOUT)
+    return service, f"http://127.0.0.1:{port}", log
+
+
 def test_serve_with_workers_runs_instances_in_its_workers(postgres_database_url, tmp_path: Path) -> None:
     url = postgres_database_url
-    fleet_table(url)
-    (tmp_path / "hello.yaml").write_text(WORKFLOW)
-    port = free_port()
-    log = open(tmp_path / "serve.log", "ab")
-    service = subprocess.Popen(
-        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(tmp_path), "--db", url,
-         "--port", str(port), "--auth", "none", "--workers", "2", "--drain-seconds", "5", "--log-level", "warning"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url}, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    service, base, log = _serve(url, tmp_path, 2)
     try:
         deadline = time.monotonic() + 120
         while len(_workers_if_any(url)) < 2 or not _ready(base):
@@ -105,16 +113,7 @@ def test_serve_starts_a_new_worker_when_one_exits(postgres_database_url, tmp_pat
     worker fenced after a database outage exits 75) is replaced by a new one (a new executor
     id), which runs the instances started afterwards (specs/deployment.md §3)."""
     url = postgres_database_url
-    fleet_table(url)
-    (tmp_path / "hello.yaml").write_text(WORKFLOW)
-    port = free_port()
-    log = open(tmp_path / "serve.log", "ab")
-    service = subprocess.Popen(
-        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(tmp_path), "--db", url,
-         "--port", str(port), "--auth", "none", "--workers", "1", "--drain-seconds", "5", "--log-level", "warning"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url, "XFLOW_DEAD_AFTER_SECONDS": "5"},
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    service, base, log = _serve(url, tmp_path, 1, {"XFLOW_DEAD_AFTER_SECONDS": "5"})
     try:
         deadline = time.monotonic() + 120
         while len(_workers_if_any(url)) < 1 or not _ready(base):
