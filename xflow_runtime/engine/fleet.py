@@ -33,6 +33,7 @@ from sqlalchemy import Engine, text
 
 from xflow_runtime.engine.fleet_options import EXECUTOR_PREFIX, FleetOptions, FleetTimes
 from xflow_runtime.errors import XFlowError
+from xflow_runtime.failpoints import fail_point
 
 log = logging.getLogger("xflow.fleet")
 
@@ -205,6 +206,7 @@ class Fleet:
                 state = connection.execute(text(
                     "UPDATE xflow_workers SET heartbeat_at = now() WHERE executor_id = :id AND state IN "
                     "('running', 'draining') RETURNING state"), {"id": self.executor_id}).scalar()
+                fail_point("fleet.heartbeat.locked")  # our row is locked until the commit
         except Exception as error:  # noqa: BLE001 - the lease runs out if this goes on
             log.warning("heartbeat failed: %s", error)
             state = "unknown"
@@ -231,30 +233,39 @@ class Fleet:
         (its own heartbeats succeeded for T) declares deaths: after a database outage every worker
         looks silent. Exited workers said so themselves, so they are handed back at once."""
         warmed = self._first_ok is not None and _boottime() - self._first_ok >= self.times.dead_after
+        # The orphan sweep reads DBOS's status table *before* the rows of the live workers: a
+        # worker's row exists before it claims anything, so an id holding an instance in the
+        # first read is in the second if it is live (read the other way round, a worker joining
+        # in between would look like an orphan). And before the sweep lock: that read waits for
+        # DBOS's pool, which a busy worker's instances may hold for seconds.
+        holders: list[str] | None = None
+        if warmed and time.monotonic() - self._last_orphan_sweep >= self.times.orphan_sweep:
+            self._last_orphan_sweep = time.monotonic()  # used only if this sweep gets the lock
+            holders = [e for e in _pending_executors(self.app_version) if e.startswith(EXECUTOR_PREFIX)]
         with self.engine.begin() as connection:
             if not connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _REAPER_LOCK}).scalar():
                 return []
-            if warmed:
-                connection.execute(text(
+            fail_point("fleet.sweep.locked")  # the fleet's sweep lock is ours until the commit
+            if warmed and connection.execute(text(
                     "UPDATE xflow_workers SET state = 'dead' WHERE state IN ('running', 'draining') "
-                    "AND heartbeat_at < now() - make_interval(secs => :t)"), {"t": self.times.dead_after})
+                    "AND heartbeat_at < now() - make_interval(secs => :t)"), {"t": self.times.dead_after}).rowcount:
+                fail_point("fleet.sweep.declared_dead")  # not committed yet
             gone = list(connection.execute(text(
                 "SELECT executor_id FROM xflow_workers WHERE state IN ('dead', 'exited') AND app_version = :v"),
                 {"v": self.app_version}).scalars())
             orphans: list[str] = []
-            if warmed and time.monotonic() - self._last_orphan_sweep >= self.times.orphan_sweep:
-                self._last_orphan_sweep = time.monotonic()
+            if holders:
                 live = set(connection.execute(text(
                     "SELECT executor_id FROM xflow_workers WHERE state IN ('running', 'draining')")).scalars())
-                # only fleet ids: a worker's row exists before it claims anything, whereas other
-                # processes on the same database (``xflow run``, a single service) have no row
-                orphans = [e for e in _pending_executors(self.app_version)
-                           if e.startswith(EXECUTOR_PREFIX) and e not in live and e not in gone]
+                # only fleet ids: other processes on the same database (``xflow run``, a single
+                # service) have no row
+                orphans = [e for e in holders if e not in live and e not in gone]
         targets = gone + orphans
         if not targets:
             return []
         from xflow_runtime.engine.dbos_adapter import recover_executors
 
+        fail_point("fleet.sweep.handing_back")  # deaths committed, nothing handed back yet
         recover_executors(targets)
         left = set(_pending_executors(self.app_version, targets))
         done = [e for e in gone if e not in left]
@@ -264,6 +275,24 @@ class Fleet:
                                         "AND state IN ('dead', 'exited')"), {"ids": done})
         self.recovered += [e for e in targets if e not in left]
         return targets
+
+
+def open_fleet_database(url: str, times: FleetTimes) -> Engine:
+    """The fleet's own engine (heartbeats, sweeps, rate windows), migrated. Its sessions cannot
+    hold a lock for long: a worker frozen (or cut off) inside one of its transactions — its row
+    locked by a heartbeat, the fleet's sweep lock held by a sweep — would otherwise stop every
+    takeover for as long as the freeze, the server waiting for the client's next word. So the
+    server ends a session idle in a transaction for ``L = T/2`` (the locks go with it: a worker
+    is still declared dead ``T`` after its last heartbeat), a lock wait fails after ``L`` and a
+    statement after ``T`` (the heartbeat and the sweep retry; a worker that cannot renew its lease
+    for ``T`` fences itself anyway)."""
+    from xflow_runtime.storage.database import create_database_engine, open_database
+
+    open_database(url).dispose()  # migrations wait on an advisory lock: not under these timeouts
+    lease_ms, dead_ms = int(times.lease * 1000), int(times.dead_after * 1000)
+    return create_database_engine(url, session_settings={
+        "idle_in_transaction_session_timeout": str(lease_ms), "lock_timeout": str(lease_ms),
+        "statement_timeout": str(dead_ms)})
 
 
 def _pending_executors(app_version: str, among: list[str] | None = None) -> list[str]:

@@ -73,10 +73,11 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}")
 
 
-def create_database_engine(url: str, *, wal: bool = True) -> Engine:
+def create_database_engine(url: str, *, wal: bool = True, session_settings: dict[str, str] | None = None) -> Engine:
     """An engine for ``url`` (not migrated; see :func:`open_database`). ``wal=False`` leaves a
     SQLite file's journal mode alone: DBOS's store is not ours to convert, and switching it to WAL
-    needs a lock a running DBOS in the same process may hold ("database is locked")."""
+    needs a lock a running DBOS in the same process may hold ("database is locked").
+    ``session_settings``: PostgreSQL settings every connection starts with (``lock_timeout``…)."""
     parsed = _normalise_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
@@ -90,6 +91,8 @@ def create_database_engine(url: str, *, wal: bool = True) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
     elif parsed.get_backend_name() == "postgresql":
         kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+        if session_settings:
+            kwargs["connect_args"] = {"options": " ".join(f"-c {k}={v}" for k, v in session_settings.items())}
     try:
         engine = create_engine(parsed, **kwargs)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:

@@ -287,12 +287,11 @@ class DurableEngine:
                                                 "indexes: %s", describe_error(error))
 
     def _join_fleet(self) -> None:
-        from xflow_runtime.engine.fleet import Fleet
-        from xflow_runtime.storage.database import open_database
+        from xflow_runtime.engine.fleet import Fleet, open_fleet_database
 
         assert self.fleet is not None
-        member = Fleet(open_database(self.database_url), self.executor_id, self.application_version,
-                       self.fleet.times)
+        member = Fleet(open_fleet_database(self.database_url, self.fleet.times), self.executor_id,
+                       self.application_version, self.fleet.times)
         member.join()
         self._member = member
 
