@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -80,19 +81,23 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
                 worker.terminate()
     assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
     rows = await asyncio.to_thread(invocations, url)
+    _check_frozen_reruns(rows, victim.pid, frozen_at)
+
+
+def _check_frozen_reruns(rows: list[Any], victim_pid: int, frozen_at: Any) -> None:
+    """A step ran twice only if the victim was inside it when frozen (once there, once on the new
+    owner; its statement may reach the database before or after the new owner's): at most its
+    concurrency. Thawed, it started no step of its own: what it sent after the freeze belongs to
+    steps it had let through its lease check before it (their first statement not yet sent), which
+    may still run, even to their end, before the fence lands (at-least-once for the steps in
+    flight, specs/deployment.md); each of them ran on the new owner too."""
     runs: dict[tuple[str, str], list[int]] = {}
     for instance, label, pid, _, _ in rows:
         runs.setdefault((instance, label), []).append(pid)
-    again = {key: pids_ for key, pids_ in runs.items() if len(pids_) > 1}
-    # a step ran twice only if the victim was inside it when frozen: at most its concurrency (its
-    # statement may reach the database before or after the new owner's)
-    assert all(victim.pid in pids_ and len(pids_) == 2 for pids_ in again.values()), again
-    assert len(again) <= 10
-    # thawed, the victim started no step of its own: what it sent after the freeze belongs to steps
-    # it had let through its lease check before it (their first statement not yet sent), which
-    # may still run, even to their end, before the fence lands (at-least-once for the steps in
-    # flight, specs/deployment.md); each of them ran on the new owner too
-    late = {(row[0], row[1]) for row in rows if row[2] == victim.pid and row[3] > frozen_at}
+    again = {key: pids for key, pids in runs.items() if len(pids) > 1}
+    assert all(victim_pid in pids and len(pids) == 2 for pids in again.values()), again
+    assert len(again) <= 10, ([row for row in rows if (row[0], row[1]) in again][:30], frozen_at)
+    late = {(row[0], row[1]) for row in rows if row[2] == victim_pid and row[3] > frozen_at}
     assert late <= set(again), late - set(again)
 
 
@@ -166,14 +171,5 @@ async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
                     worker.terminate()
     assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
     rows = await asyncio.to_thread(invocations, url)
-    runs: dict[tuple[str, str], list[int]] = {}
-    for instance, label, pid, _, _ in rows:
-        runs.setdefault((instance, label), []).append(pid)
-    again = {key: pids_ for key, pids_ in runs.items() if len(pids_) > 1}
-    # only steps the victim was inside when it froze ran twice (once there, once on the new owner)
-    assert all(victim.pid in pids_ and len(pids_) == 2 for pids_ in again.values()), again
-    assert len(again) <= 10, ([row for row in rows if (row[0], row[1]) in again][:30], frozen_at)
-    # thawed, it ran nothing but what it had let through before the freeze
-    late = {(row[0], row[1]) for row in rows if row[2] == victim.pid and row[3] > frozen_at}
-    assert late <= set(again), late - set(again)
+    _check_frozen_reruns(rows, victim.pid, frozen_at)
     assert any(row[2] == other.pid for row in rows)
