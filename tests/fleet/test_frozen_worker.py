@@ -71,17 +71,32 @@ async def test_a_thawed_worker_starts_nothing_and_exits(postgres_database_url, t
             await asyncio.sleep(1.0)
             frozen_at = await asyncio.to_thread(database_now, url)
             await asyncio.sleep(DEAD_AFTER + 6)  # declared dead, its instances taken over
-            victim.process.send_signal(signal.SIGCONT)
-            assert await asyncio.to_thread(victim.process.wait, 30) == FENCED_EXIT
-            results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            results = await _thaw(victim, runtime, ids)
     finally:
-        for worker in workers:
-            if worker.process.poll() is None:
-                worker.process.send_signal(signal.SIGCONT)
-                worker.terminate()
+        _stop(workers)
+    await _check_after_thaw(url, results, victim.pid, frozen_at)
+
+
+async def _thaw(victim: Any, runtime: Runtime, ids: list[str]) -> list[Any]:
+    """Thaw the victim, which must exit fenced by itself; then every instance's result."""
+    victim.process.send_signal(signal.SIGCONT)
+    assert await asyncio.to_thread(victim.process.wait, 30) == FENCED_EXIT
+    return await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+
+
+def _stop(workers: list[Any]) -> None:
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.send_signal(signal.SIGCONT)
+            worker.terminate()
+
+
+async def _check_after_thaw(url: str, results: list[Any], victim_pid: int, frozen_at: Any) -> list[Any]:
+    """Every instance's output is right and only steps the victim was inside ran twice; the rows."""
     assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
     rows = await asyncio.to_thread(invocations, url)
-    _check_frozen_reruns(rows, victim.pid, frozen_at)
+    _check_frozen_reruns(rows, victim_pid, frozen_at)
+    return rows
 
 
 def _check_frozen_reruns(rows: list[Any], victim_pid: int, frozen_at: Any) -> None:
@@ -168,15 +183,8 @@ async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
             held = await asyncio.to_thread(_holds_lock, url, point, victim.executor_id)
             assert state in ("dead", "recovered") and not held, (state, held)
             assert stopped(victim.pid)
-            victim.process.send_signal(signal.SIGCONT)
-            assert await asyncio.to_thread(victim.process.wait, 30) == FENCED_EXIT
-            results = await asyncio.wait_for(asyncio.gather(*(runtime.instance(i).result() for i in ids)), 120)
+            results = await _thaw(victim, runtime, ids)
         finally:
-            for worker in (victim, other):
-                if worker.process.poll() is None:
-                    worker.process.send_signal(signal.SIGCONT)
-                    worker.terminate()
-    assert all(result[label] == {"label": label, "square": 1} for result in results for label in STEPS)
-    rows = await asyncio.to_thread(invocations, url)
-    _check_frozen_reruns(rows, victim.pid, frozen_at)
+            _stop([victim, other])
+    rows = await _check_after_thaw(url, results, victim.pid, frozen_at)
     assert any(row[2] == other.pid for row in rows)
