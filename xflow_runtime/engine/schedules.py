@@ -113,7 +113,8 @@ async def _clock() -> str:
 @DBOS.workflow(name=TICK_NAME)
 async def _tick(scheduled_at: Any, context: dict[str, Any]) -> str | None:
     """One tick: start the instance (once), or skip a stale tick. Runs on the instance queue."""
-    from xflow_runtime.engine.durable.engine import _instance_workflow, start_attributes
+    from xflow_runtime.engine.durable.engine import _instance_workflow
+    from xflow_runtime.engine.durable.instance_keys import instance_attributes
     from xflow_runtime.engine.fleet import INSTANCE_QUEUE
 
     at = _parse(scheduled_at)
@@ -124,7 +125,7 @@ async def _tick(scheduled_at: Any, context: dict[str, Any]) -> str | None:
     request = {"format": 1, "workflow": context["workflow"], "input": context.get("input") or {},
                "identity": {"tenant": "default", "user": None}, "subflows": [],
                "labels": {"schedule": context["schedule"], "tick": at.isoformat()}}
-    with SetWorkflowID(started), SetWorkflowAttributes(start_attributes(request)):  # listed like any instance
+    with SetWorkflowID(started), SetWorkflowAttributes(instance_attributes(request)):  # listed like any instance
         await DBOS.enqueue_workflow_async(INSTANCE_QUEUE, _instance_workflow, request)
     return started
 

@@ -43,6 +43,7 @@ from xflow_runtime.engine.durable.names import (
     parked_error,
 )
 from xflow_runtime.engine.durable.completions import CompletionWatch
+from xflow_runtime.engine.durable.instance_keys import instance_attributes
 from xflow_runtime.engine.durable.local_wake import poll_seconds, wake_receiver
 from xflow_runtime.engine.durable import wakes  # also registers the write-then-wake workflow before launch
 from xflow_runtime.engine.durable.port import DurablePort
@@ -53,7 +54,7 @@ from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.errors import WorkflowFailed, XFlowError
 
 if TYPE_CHECKING:
-    from xflow_runtime.engine.durable.instance_index import InstanceIndex
+    from xflow_runtime.engine.durable.instance_index import IndexedInstances
     from xflow_runtime.engine.durable.instance_keys import InstanceQuery
     from xflow_runtime.engine.fleet_options import FleetOptions
 
@@ -147,15 +148,6 @@ def attach_log_handler() -> None:
         dbos_logger.propagate = False
 
 
-def start_attributes(request: dict[str, Any]) -> dict[str, str]:
-    """The DBOS workflow attributes of an instance: its user's subject key (erasure and export find
-    the user's instances by it), its tenant, workflow and correlation key (lists and event delivery
-    find instances by them through indexes, :mod:`.instance_index`)."""
-    from xflow_runtime.engine.durable.instance_keys import instance_attributes
-
-    return instance_attributes(request)
-
-
 def resolve_database_url(url: str | None) -> str:
     """The system database URL by the one rule of :func:`xflow_runtime.settings.locate` (``url``,
     else ``$XFLOW_DATABASE_URL``, else SQLite under ``./.xflow/``); a SQLite file's directory is
@@ -201,7 +193,7 @@ class DurableEngine:
         # DBOS's handles on the instances this process started and that are still running: their
         # result is the task's, awaited directly instead of polling the status row.
         self._running_handles: dict[str, Any] = {}
-        self._index: "InstanceIndex | None" = None
+        self._indexed: "IndexedInstances | None" = None  # lists and event delivery
         self._completions = CompletionWatch()
 
     @property
@@ -260,7 +252,9 @@ class DurableEngine:
                 from xflow_runtime.engine.fleet import register_instance_queue
 
                 register_instance_queue(self.fleet)
-            self._open_index()
+            from xflow_runtime.engine.durable.instance_index import IndexedInstances
+
+            self._indexed = IndexedInstances.open(self.database_url)
         except Exception as error:
             DBOS.destroy()
             if self._member is not None:
@@ -271,20 +265,6 @@ class DurableEngine:
             raise DurableEngineError(
                 f"cannot open the durable store {_redact(self.database_url)}: {describe_error(error)}") from error
         self._launched = True
-
-    def _open_index(self) -> None:
-        """The indexes lists and event delivery read by (:mod:`.instance_index`), and the attributes
-        of the instances recorded before they existed."""
-        from xflow_runtime.engine.durable.instance_index import InstanceIndex, label_old_instances
-        from xflow_runtime.storage.database import create_database_engine
-
-        self._index = InstanceIndex(create_database_engine(self.database_url, wal=False))
-        self._index.ensure()
-        try:
-            label_old_instances(self._index)
-        except Exception as error:  # noqa: BLE001 - lists miss them until a later launch labels them
-            logging.getLogger(__name__).warning("cannot label the instances recorded before the instance "
-                                                "indexes: %s", describe_error(error))
 
     def _join_fleet(self) -> None:
         from xflow_runtime.engine.fleet import Fleet, open_fleet_database
@@ -313,9 +293,9 @@ class DurableEngine:
             DBOS.destroy()
             _body = None
             self._launched = False
-        if self._index is not None:
-            self._index.engine.dispose()
-            self._index = None
+        if self._indexed is not None:
+            self._indexed.close()
+            self._indexed = None
         if self._member is not None:  # after DBOS stopped: nothing of ours commits any more
             member, self._member = self._member, None
             member.leave("exited")
@@ -325,7 +305,7 @@ class DurableEngine:
         """Start an instance; starting again with the same id attaches to the existing one. An
         instance of a user is labelled with the user's subject key, so erasure and export find it
         without decoding recorded inputs (specs/memory-longterm.md, privacy)."""
-        with SetWorkflowID(instance_id), SetWorkflowAttributes(start_attributes(request)):
+        with SetWorkflowID(instance_id), SetWorkflowAttributes(instance_attributes(request)):
             if self.fleet is not None:  # any worker of the fleet runs it
                 from xflow_runtime.engine.fleet import INSTANCE_QUEUE
 
@@ -380,27 +360,13 @@ class DurableEngine:
 
     async def page(self, query: "InstanceQuery") -> builtins.list[Any]:
         """One page of instances (DBOS statuses), newest first, by an indexed query."""
-        index = await self._labelled_index()
-        return await self._in_order(await asyncio.to_thread(index.page, query))
+        assert self._indexed is not None
+        return await self._indexed.page(query)
 
     async def recipients(self, tenant: str, user: str | None, keys: builtins.list[str]) -> builtins.list[Any]:
         """The live instances of a tenant (of a user) whose correlation key is one of ``keys``."""
-        index = await self._labelled_index()
-        return await self._in_order(await asyncio.to_thread(index.recipients, tenant, user, keys))
-
-    async def _labelled_index(self) -> "InstanceIndex":
-        """The index, after labelling what an older process started since (usually nothing: a probe)."""
-        from xflow_runtime.engine.durable.instance_index import label_old_instances
-
-        assert self._index is not None
-        await asyncio.to_thread(label_old_instances, self._index)
-        return self._index
-
-    async def _in_order(self, ids: builtins.list[str]) -> builtins.list[Any]:
-        if not ids:
-            return []
-        statuses = {s.workflow_id: s for s in await DBOS.list_workflows_async(workflow_ids=ids, load_output=False)}
-        return [statuses[i] for i in ids if i in statuses]  # an instance erased meanwhile is gone
+        assert self._indexed is not None
+        return await self._indexed.recipients(tenant, user, keys)
 
     async def steps(self, instance_id: str) -> builtins.list[Any]:
         return await DBOS.list_workflow_steps_async(instance_id)

@@ -15,11 +15,14 @@ on PostgreSQL; SQLite's default), the order Python sorts them in.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from sqlalchemy import Engine, bindparam, text
 
+from xflow_runtime.engine.durable.engine import describe_error
 from xflow_runtime.engine.durable.instance_keys import (
     CORRELATION_ATTRIBUTE, FINAL_STATUSES, LIVE_STATUSES, TENANT_ATTRIBUTE, WORKFLOW_ATTRIBUTE, InstanceQuery,
     first_millisecond, instance_attributes,
@@ -75,7 +78,7 @@ class InstanceIndex:
                 connection.execute(text(f"CREATE INDEX IF NOT EXISTS {UNLABELLED_INDEX} ON {self.table} (created_at) "
                                         f"WHERE {self._unlabelled}"))
         except Exception as error:  # noqa: BLE001 - e.g. no right to create indexes in DBOS's schema
-            log.warning("cannot create the instance indexes on %s: %s", self.table, error)
+            log.warning("cannot create the instance indexes on %s: %s", self.table, describe_error(error))
 
     @property
     def _unlabelled(self) -> str:
@@ -187,3 +190,49 @@ def _recorded_request(status: Any) -> dict[str, Any] | None:
     args = inputs.get("args") if isinstance(inputs, dict) else getattr(inputs, "args", None)
     request = args[0] if args else None
     return request if isinstance(request, dict) else None
+
+
+@dataclass
+class IndexedInstances:
+    """What the durable engine lists and delivers events by: the index on its own connection pool,
+    and DBOS's statuses of the ids it finds, in the index's order."""
+
+    index: InstanceIndex
+
+    @classmethod
+    def open(cls, database_url: str) -> "IndexedInstances":
+        """Create the indexes (if missing) and label the instances recorded before they existed."""
+        from xflow_runtime.storage.database import create_database_engine
+
+        index = InstanceIndex(create_database_engine(database_url, wal=False))
+        index.ensure()
+        try:
+            label_old_instances(index)
+        except Exception as error:  # noqa: BLE001 - lists miss them until a later launch labels them
+            log.warning("cannot label the instances recorded before the instance indexes: %s", describe_error(error))
+        return cls(index)
+
+    def close(self) -> None:
+        self.index.engine.dispose()
+
+    async def page(self, query: InstanceQuery) -> list[Any]:
+        await self._label_new_old_instances()
+        return await self._statuses(await asyncio.to_thread(self.index.page, query))
+
+    async def recipients(self, tenant: str, user: str | None, keys: list[str]) -> list[Any]:
+        await self._label_new_old_instances()
+        return await self._statuses(await asyncio.to_thread(self.index.recipients, tenant, user, keys))
+
+    async def _label_new_old_instances(self) -> None:
+        """What an older process of a rolling upgrade started since (usually nothing: one probe)."""
+        await asyncio.to_thread(label_old_instances, self.index)
+
+    @staticmethod
+    async def _statuses(ids: list[str]) -> list[Any]:
+        from dbos import DBOS
+
+        if not ids:
+            return []
+        statuses = {s.workflow_id: s for s in await DBOS.list_workflows_async(workflow_ids=ids, load_output=False)}
+        return [statuses[i] for i in ids if i in statuses]  # an instance erased meanwhile is gone
+
