@@ -132,6 +132,11 @@ def hybrid_rows(lines: list[Line], quick: bool) -> list[Row]:
                         _judged(quick, p95 <= 5.0 and complete == 1.0), _load(f)))
     if not rows:
         raise KeyError("no 'BENCH hybrid_search' line")
+    for f in _all(lines, "hybrid_search_first_pass"):  # right after the load: reported beside, not judged
+        rows.append(Row(f"hybrid search p95, first searches after the load, scope {int(_num(f, 'scope')):,}",
+                        f"{_num(f, 'p95_ms'):.2f} ms, server CPU {_num(f, 'server_cpu_ms'):.2f} ms, "
+                        f"{_num(f, 'blocks_read'):.1f} blocks read in per search", "—", None, "reported", None,
+                        _load(f)))
     return rows
 
 
