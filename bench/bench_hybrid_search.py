@@ -17,7 +17,8 @@ the provider's latency, not ours. Scope sizes are skewed (1 × 100,000, 1 × 20,
 threshold between the two, and the HNSW path.
 
 After the load, ``xflow memory index-scopes``'s step (``scope_index.maintain``) gives every scope
-above ``scope_index_threshold`` its own HNSW index, as a deployment running it periodically has;
+above ``scope_index_threshold`` its own HNSW index (and the one above ``keyword_index_threshold``
+its own keyword index), as a deployment running it periodically has;
 each line says whether the scope's search took it (``indexed=``). ``server_cpu_ms`` is the mean
 CPU time of the PostgreSQL backend per search (from /proc: a figure the machine's load does not
 inflate the way it inflates wall times).
@@ -148,7 +149,8 @@ def index_scopes(memory) -> None:  # type: ignore[no-untyped-def]
     from xflow_runtime.memory.longterm import scope_index
 
     started = time.perf_counter()
-    done = scope_index.maintain(memory.engine, memory.options.scope_index_threshold, maintenance_work_mem="2GB")
+    done = scope_index.maintain(memory.engine, memory.options.scope_index_threshold,
+                                keyword_threshold=memory.options.keyword_index_threshold, maintenance_work_mem="2GB")
     with memory.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("ANALYZE xflow_memories")
     print(f"# scope indexes above {memory.options.scope_index_threshold}: built {len(done.built)}, "
@@ -300,7 +302,8 @@ def main() -> None:
 
     server, url, parent = start_postgres(args.pgdata)
     try:  # quick: the 300-row scope crosses a lowered threshold, so the scope-index path runs too
-        memory = LongTermMemory.open(url, LongTermOptions(scope_index_threshold=100) if args.quick else None)
+        memory = LongTermMemory.open(url, LongTermOptions(scope_index_threshold=100, keyword_index_threshold=100)
+                                 if args.quick else None)
         rng = random.Random(11)
         users = loaded_users(memory.engine) if args.pgdata else []
         if not users:

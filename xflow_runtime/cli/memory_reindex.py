@@ -1,9 +1,10 @@
 """``xflow memory reindex``: re-embed a tenant's memories, facts and chat messages under the
 current embedding model and query/document modes (one command after changing either).
-``xflow memory index-scopes``: build the own HNSW index of every scope above the threshold
-(PostgreSQL; ``CREATE INDEX CONCURRENTLY``, off the request path; ``scope_index.maintain``).
+``xflow memory index-scopes``: build the own HNSW index of every scope above the threshold, and
+the own keyword index of every user above the keyword threshold (PostgreSQL; ``CREATE INDEX
+CONCURRENTLY``, off the request path; ``scope_index.maintain``).
 
-    xflow memory index-scopes [--threshold N] [--dry-run] [--maintenance-work-mem 1GB] [--json] [--db URL]
+    xflow memory index-scopes [--threshold N] [--keyword-threshold N] [--dry-run] [--maintenance-work-mem 1GB] [--json] [--db URL]
 
     xflow memory reindex --embedding-model MODEL [--embedding-mode e5|bge|input-type|cohere|voyage|none]
                          [--api-base URL] [--force] [--json] [--db URL] [--tenant T]
@@ -41,6 +42,9 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     scopes.add_argument("--threshold", type=int, default=None, metavar="N",
                         help="vectors in a scope above which it gets its own index (default: "
                              "LongTermOptions.scope_index_threshold)")
+    scopes.add_argument("--keyword-threshold", type=int, default=None, metavar="N",
+                        help="rows of a user above which it also gets its own keyword index (default: "
+                             "LongTermOptions.keyword_index_threshold)")
     scopes.add_argument("--dry-run", action="store_true", help="say what would be built or dropped")
     scopes.add_argument("--maintenance-work-mem", default=None, metavar="SIZE",
                         help="PostgreSQL maintenance_work_mem for the builds (e.g. 1GB: faster)")
@@ -54,23 +58,25 @@ def _index_scopes(args: argparse.Namespace) -> int:
     from xflow_runtime.memory.longterm import LongTermOptions, scope_index
 
     async def run() -> int:  # (run_async: a user-facing error is one line and exit 1)
-        threshold = LongTermOptions().scope_index_threshold if args.threshold is None else args.threshold
-        if threshold < 1:
-            raise XFlowError("--threshold must be ≥ 1")
+        defaults = LongTermOptions()
+        threshold = defaults.scope_index_threshold if args.threshold is None else args.threshold
+        words = defaults.keyword_index_threshold if args.keyword_threshold is None else args.keyword_threshold
+        if threshold < 1 or words < 1:
+            raise XFlowError("--threshold and --keyword-threshold must be ≥ 1")
         engine = open_memory_engine(args.db)
         try:  # SQLite: nothing to do (every scope is searched exactly), reported as such
             dialect = engine.dialect.name
-            done = scope_index.maintain(engine, threshold, dry_run=args.dry_run,
+            done = scope_index.maintain(engine, threshold, keyword_threshold=words, dry_run=args.dry_run,
                                         maintenance_work_mem=args.maintenance_work_mem)
         finally:
             engine.dispose()
         if args.json:
-            print(json.dumps({"threshold": threshold, "dry_run": args.dry_run, "database": dialect,
-                              **done.as_dict()}, sort_keys=True))
+            print(json.dumps({"threshold": threshold, "keyword_threshold": words, "dry_run": args.dry_run,
+                              "database": dialect, **done.as_dict()}, sort_keys=True))
         else:
             verb = "would build" if args.dry_run else "built"
-            print(f"scope indexes above {threshold} vectors: {verb} {len(done.planned or done.built)}, "
-                  f"dropped {len(done.dropped)}, kept {len(done.kept)}")
+            print(f"scope indexes (graphs above {threshold} vectors, keyword indexes above {words} rows): "
+                  f"{verb} {len(done.planned or done.built)}, dropped {len(done.dropped)}, kept {len(done.kept)}")
         return 0
     return run_async(run)
 

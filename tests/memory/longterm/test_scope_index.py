@@ -13,7 +13,7 @@ import pytest
 
 from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
 from tests.memory.longterm.test_search import _bulk
-from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, scope_index, search_pg
+from xflow_runtime.memory.longterm import LongTermMemory, LongTermOptions, MemoryScope, scope_index, search_pg
 from xflow_runtime.memory.longterm.embedder import normalise
 from xflow_runtime.privacy import erase_user
 from xflow_runtime.storage.database import write_transaction
@@ -40,6 +40,9 @@ def _predicates(connection: object) -> list[str]:
 def test_index_names_carry_no_user_text_and_differ_per_scope() -> None:
     name = scope_index.index_name("acme", "support", "ann@example.com", EMBEDDING_MODEL, 64)
     assert name.startswith(scope_index.user_prefix("acme", "ann@example.com")) and len(name) <= 63
+    words = scope_index.keyword_index_name("acme", "support", "ann@example.com")
+    assert words.startswith(scope_index.user_prefix("acme", "ann@example.com")) and len(words) == len(name)
+    assert words != name and "ann" not in words.removeprefix(scope_index.PREFIX)
     assert "ann" not in name.removeprefix(scope_index.PREFIX) and name.replace("_", "").isalnum()
     others = {scope_index.index_name("acme", "support", "ann@example.com", EMBEDDING_MODEL, 32),
               scope_index.index_name("acme", "sales", "ann@example.com", EMBEDDING_MODEL, 64),
@@ -117,16 +120,17 @@ async def test_erasure_drops_the_users_scope_indexes_and_leaves_no_user_text_in_
             _bulk(memory, MemoryScope("acme", agent, BIG), _texts(60, f"big {agent}"))
         _bulk(memory, MemoryScope("acme", "support", "carol"), _texts(60, "carol"))
         _bulk(memory, MemoryScope("acme", "support", "keeper"), _texts(60, "keeper"))
-        assert len(scope_index.maintain(memory.engine, 50).built) == 4
+        assert len(scope_index.maintain(memory.engine, 50, keyword_threshold=50).built) == 8  # graph + words
         with memory.engine.connect() as connection:
-            assert sum("o''ne\\il" in p for p in _predicates(connection)) == 2
+            assert sum("o''ne\\il" in p for p in _predicates(connection)) == 4
         await memory.erase_user("acme", BIG)  # this store only
         await erase_user("carol", tenant="acme", database_url=fresh_postgres_url)  # every store (GDPR)
         with memory.engine.connect() as connection:
             predicates = _predicates(connection)
             assert not [p for p in predicates if "ne\\il" in p or "carol" in p], predicates
             assert scope_index.valid_indexes(connection) == {
-                scope_index.index_name("acme", "support", "keeper", EMBEDDING_MODEL, 64)}
+                scope_index.index_name("acme", "support", "keeper", EMBEDDING_MODEL, 64),
+                scope_index.keyword_index_name("acme", "support", "keeper")}
 
 
 def test_the_command_builds_the_indexes_and_reports_json(fresh_postgres_url: str) -> None:
@@ -142,6 +146,11 @@ def test_the_command_builds_the_indexes_and_reports_json(fresh_postgres_url: str
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["built"] == [scope_index.index_name("default", "support", BIG, EMBEDDING_MODEL, 64)]
+    assert report["keyword_threshold"] == LongTermOptions().keyword_index_threshold
+    words = subprocess.run(command + ["--keyword-threshold", "25"], capture_output=True, text=True, env=env,
+                           cwd=ROOT, timeout=120)
+    assert words.returncode == 0, words.stderr
+    assert json.loads(words.stdout)["built"] == [scope_index.keyword_index_name("default", "support", BIG)]
     again = subprocess.run(command[:-3] + ["--threshold", "0"], capture_output=True, text=True, env=env,
                            cwd=ROOT, timeout=120)
     assert again.returncode == 2 or again.returncode == 1 and "threshold" in again.stderr

@@ -13,6 +13,7 @@ from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
 from tests.memory.longterm.test_search import _bulk
 from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope, prepared, scope_index, search_pg
 from xflow_runtime.memory.longterm.embedder import normalise
+from xflow_runtime.memory.longterm.sql_text import quoted_for_driver
 from xflow_runtime.storage.longterm_models import vector_literal
 from xflow_runtime.testing import ScriptedModelServer
 from xflow_runtime.testing.wire import hashed_embedding
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.postgres
 BIG = "big o'neil %s"
 SCOPE = MemoryScope("acme", "support", BIG)
 QUERY = "topic 3"
+WORDS = "'topic' | '3'"  # the query's words as the search sends them
 
 
 def _filler(size: int) -> list[str]:
@@ -105,6 +107,34 @@ def test_a_large_scope_search_is_planned_once_per_connection(
         assert found.lists == {name: [i for _, i in sorted(entries)]  # type: ignore[misc]
                                for name, entries in unprepared.items()}
         assert len(found.lists["semantic"]) == 20 and found.lists["keyword"]
+    finally:
+        memory.close()
+
+
+def test_a_very_large_scopes_keyword_list_reads_its_own_keyword_index_in_the_kept_plan(
+        fresh_postgres_url: str, model_server: ScriptedModelServer) -> None:
+    memory = _indexed_memory(fresh_postgres_url, model_server, _filler(150))
+    words = scope_index.keyword_index_name("acme", "support", BIG)
+    try:
+        vector = normalise(hashed_embedding(QUERY, 64))
+        with memory.engine.connect() as connection:
+            shared = search_pg.candidates(connection, SCOPE, ("fact",), QUERY, EMBEDDING_MODEL, vector, 20, 40)
+            connection.rollback()
+        assert scope_index.maintain(memory.engine, 40, keyword_threshold=40).built == [words]
+        with memory.engine.connect() as connection:
+            connection.exec_driver_sql("ANALYZE xflow_memories")
+            connection.commit()
+            for _ in range(8):  # a generic plan is kept after five runs
+                own = search_pg.candidates(connection, SCOPE, ("fact",), QUERY, EMBEDDING_MODEL, vector, 20, 40)
+                connection.rollback()
+            [name] = connection.exec_driver_sql(
+                "SELECT name FROM pg_prepared_statements WHERE name LIKE 'xflow\\_q\\_%%' "
+                "AND generic_plans > 0").scalars().all()
+            arguments = f"{quoted_for_driver(vector_literal(vector))}, {quoted_for_driver(WORDS)}"
+            plan = "\n".join(connection.exec_driver_sql(f"EXPLAIN EXECUTE {name}({arguments})").scalars())
+            connection.rollback()
+        assert words in plan, plan  # the kept (generic) plan reads the scope's own keyword index
+        assert own.lists["keyword"] and own.lists == shared.lists  # the lists the shared index gave
     finally:
         memory.close()
 

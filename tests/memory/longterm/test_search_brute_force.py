@@ -5,7 +5,8 @@ every row of the scope with no index; the hits are the RRF fusion of those lists
 HNSW paths (the global index filtered by scope, or the scope's own index above
 ``scope_index_threshold``; approximate by nature: the index is built with random levels) the
 semantic list is complete, starts with the true nearest row and holds most of the exact top k, the
-keyword list is the exact one, and the hits are the fusion of the two lists, in order."""
+keyword list is the exact one (through the shared index, or the scope's own keyword index above
+``keyword_index_threshold``), and the hits are the fusion of the two lists, in order."""
 
 from __future__ import annotations
 
@@ -58,11 +59,13 @@ def _user(size: int) -> str:
     return f"user-{size}" if size != 60 else f"user-{size}-{ODD}"
 
 
-@pytest.mark.parametrize("exact_threshold,index_threshold", [(5000, 5000), (50, 5000), (50, 50)],
-                         ids=["exact-path", "hnsw-above-50", "scope-index-above-50"])
+@pytest.mark.parametrize("exact_threshold,index_threshold,keyword_threshold",
+                         [(5000, 5000, 5000), (50, 5000, 5000), (50, 50, 5000), (50, 50, 50)],
+                         ids=["exact-path", "hnsw-above-50", "scope-index-above-50",
+                              "scope-and-keyword-indexes-above-50"])
 async def test_hybrid_search_matches_a_brute_force_ranking_at_every_scope_size(
         fresh_postgres_url: str, model_server: ScriptedModelServer, exact_threshold: int,
-        index_threshold: int) -> None:
+        index_threshold: int, keyword_threshold: int) -> None:
     options = options_for(model_server, exact_search_threshold=exact_threshold,
                           scope_index_threshold=index_threshold)
     async with LongTermMemory.open(fresh_postgres_url, options) as memory:
@@ -70,7 +73,7 @@ async def test_hybrid_search_matches_a_brute_force_ranking_at_every_scope_size(
             _bulk(memory, MemoryScope("acme", "support", f"crowd-{crowd}"), _texts(300, f"crowd{crowd}"))
         for size in SIZES:
             _bulk(memory, MemoryScope("acme", "support", _user(size)), _texts(size, f"user{size}"))
-        built = scope_index.maintain(memory.engine, index_threshold).built
+        built = scope_index.maintain(memory.engine, index_threshold, keyword_threshold=keyword_threshold).built
         vector = normalise(hashed_embedding(QUERY, 64))
         k, limit = options.candidates_per_source, 10
         with memory.engine.connect() as connection:
@@ -80,6 +83,8 @@ async def test_hybrid_search_matches_a_brute_force_ranking_at_every_scope_size(
                 scope = MemoryScope("acme", "support", _user(size))
                 indexed = scope_index.index_name("acme", "support", scope.user_id, EMBEDDING_MODEL, 64)
                 assert (indexed in built) == (indexed in valid) == (size > index_threshold), size
+                words = scope_index.keyword_index_name("acme", "support", scope.user_id)
+                assert (words in built) == (words in valid) == (size > keyword_threshold), size
                 expected = _brute_force(connection, scope, vector, k)
                 hits = memory.search_sync(connection, scope, QUERY, Embedded(EMBEDDING_MODEL, [vector]),
                                           limit=limit, kinds=("fact",), include_messages=False)

@@ -24,6 +24,7 @@ DEFAULT_LAST_MESSAGES = 15
 DEFAULT_DEDUP_THRESHOLD = 0.90
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50
+DEFAULT_KEYWORD_INDEX_THRESHOLD = 20_000
 
 
 def _int_field(raw: Mapping[str, Any], key: str, default: int, minimum: int, where: str) -> int:
@@ -105,6 +106,11 @@ class LongTermOptions:
     #: own index costs ~2.5 ms of server CPU at 2,000 rows, exact search 2.0 ms at 400 and 5–7 ms at
     #: 2,000; every scope index adds planning time to all searches — specs/performance.md §3
     scope_index_threshold: int = 1000
+    #: a (tenant, agent, user) with more rows than this also gets its own keyword index from the
+    #: same command: its keyword list no longer intersects the words with a posting list of every
+    #: row of the scope (−0.4 ms of server CPU at 100,000 rows); not lower, as each partial index
+    #: adds planning time to the searches of small scopes — specs/performance.md §3.2
+    keyword_index_threshold: int = DEFAULT_KEYWORD_INDEX_THRESHOLD
     candidates_per_source: int = 20
     #: depth of each chat-archive list (keyword and one per context kind) before fusion: RRF over
     #: lists cut at 20 scores a turn ranked 25th in one list as if that list had not found it, so

@@ -25,6 +25,13 @@ past other users' rows: ~10,500 buffers at a 20,000-row scope). See ``specs/perf
   the graph returns by their exact float4 distance. Dimensions up to 4,000 (float4 graphs: 2,000).
   The kind of graph is part of the name's hash (:data:`GRAPH`): an index of another kind (the
   float4 indexes before #20) is not the search's, and :func:`maintain` replaces it.
+* **A very large scope also gets its own keyword index**: above ``keyword_threshold`` rows
+  (``LongTermOptions.keyword_index_threshold``, 20,000) of one (tenant, agent, user), a partial
+  GIN index over its rows' words (:func:`keyword_index_name`), so the keyword list reads the
+  words' posting lists of that scope alone instead of intersecting them with the scope's lexeme
+  in the shared index (migration 0009), whose posting list holds every row of the scope (100,000
+  entries: ~0.4 ms of a search). Not below that: every partial index of the table costs planning
+  time to the searches of small scopes (``specs/performance.md`` §3).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from xflow_runtime.memory.longterm.config import DEFAULT_KEYWORD_INDEX_THRESHOLD
 from xflow_runtime.memory.longterm.sql_text import quoted
 
 PREFIX = "ix_xflow_mem_scope_"
@@ -68,18 +76,32 @@ GRAPH = "halfvec"
 OPCLASS = "(embedding::halfvec({dim})) halfvec_cosine_ops"
 
 
+#: a scope's keyword index: GIN over the words of its rows (``search_vector``, migration 0002)
+KEYWORD = "gin:search_vector"
+
+
 def index_name(tenant: str, agent: str, user: str, model: str, dim: int) -> str:
-    """The scope's index name: hashes only (no user text in an identifier), 48 characters."""
+    """The scope's graph index name: hashes only (no user text in an identifier), 48 characters."""
     rest = hashlib.sha256(f"{agent}\x00{model}\x00{int(dim)}\x00{GRAPH}".encode()).hexdigest()[:12]
     return user_prefix(tenant, user) + rest
 
 
-def scope_predicate(tenant: str, agent: str, user: str, model: str, dim: int, alias: str = "") -> str:
-    """The partial index's predicate (and the search's, written the same way so the planner can
+def keyword_index_name(tenant: str, agent: str, user: str) -> str:
+    """The scope's keyword index name (same prefix as its graphs: erasure finds both)."""
+    return user_prefix(tenant, user) + hashlib.sha256(f"{agent}\x00{KEYWORD}".encode()).hexdigest()[:12]
+
+
+def keyword_predicate(tenant: str, agent: str, user: str, alias: str = "") -> str:
+    """The keyword index's predicate (and the search's, written the same way so the planner can
     prove the one from the other): literals, quoted."""
     a = f"{alias}." if alias else ""
-    return (f"{a}tenant_id = {quoted(tenant)} AND {a}agent_id = {quoted(agent)} "
-            f"AND {a}user_id = {quoted(user)} AND {a}embedding_model = {quoted(model)} "
+    return f"{a}tenant_id = {quoted(tenant)} AND {a}agent_id = {quoted(agent)} AND {a}user_id = {quoted(user)}"
+
+
+def scope_predicate(tenant: str, agent: str, user: str, model: str, dim: int, alias: str = "") -> str:
+    """The graph index's predicate (and the search's): the keyword predicate and the model."""
+    a = f"{alias}." if alias else ""
+    return (f"{keyword_predicate(tenant, agent, user, alias)} AND {a}embedding_model = {quoted(model)} "
             f"AND {a}embedding_dim = {int(dim)}")
 
 
@@ -145,15 +167,29 @@ _LARGE_SCOPES = text(
     "SELECT tenant_id, agent_id, user_id, embedding_model, embedding_dim, count(*) AS n FROM xflow_memories "
     "WHERE embedding_model IS NOT NULL AND embedding_dim IS NOT NULL "
     "GROUP BY tenant_id, agent_id, user_id, embedding_model, embedding_dim HAVING count(*) > :floor")
+_LARGE_WORD_SCOPES = text(
+    "SELECT tenant_id, agent_id, user_id, count(*) AS n FROM xflow_memories "
+    "GROUP BY tenant_id, agent_id, user_id HAVING count(*) > :floor")
 
 
-def maintain(engine: Engine, threshold: int, *, dry_run: bool = False,
-             maintenance_work_mem: str | None = None) -> Maintenance:
-    """Build the missing index of every scope above ``threshold`` vectors (``CREATE INDEX
-    CONCURRENTLY``, one at a time), rebuild invalid ones (an interrupted build), drop indexes of
-    scopes that fell below ``DROP_BELOW × threshold`` or no longer exist. PostgreSQL only; safe to
-    run while the runtime serves, and from several processes: one runs, the others return
-    ``busy`` (a session advisory lock)."""
+@dataclass(frozen=True)
+class _Wanted:
+    """An index a scope of ``rows`` rows may have: built above ``threshold``, kept above
+    ``DROP_BELOW × threshold``."""
+    rows: int
+    threshold: int
+    method: str  # USING … (…)
+    predicate: str
+
+
+def maintain(engine: Engine, threshold: int, *, keyword_threshold: int = DEFAULT_KEYWORD_INDEX_THRESHOLD,
+             dry_run: bool = False, maintenance_work_mem: str | None = None) -> Maintenance:
+    """Build the missing graph of every scope above ``threshold`` vectors and the missing keyword
+    index of every scope above ``keyword_threshold`` rows (``CREATE INDEX CONCURRENTLY``, one at a
+    time), rebuild invalid ones (an interrupted build), drop indexes of scopes that fell below
+    ``DROP_BELOW ×`` their threshold or no longer exist. PostgreSQL only; safe to run while the
+    runtime serves, and from several processes: one runs, the others return ``busy`` (a session
+    advisory lock)."""
     done = Maintenance()
     if engine.dialect.name != "postgresql":
         return done
@@ -164,7 +200,8 @@ def maintain(engine: Engine, threshold: int, *, dry_run: bool = False,
             done.busy = True
             return done
         try:
-            _maintain(connection, threshold, dry_run, maintenance_work_mem, done)
+            _maintain(connection, _scopes(connection, threshold, keyword_threshold), dry_run,
+                      maintenance_work_mem, done)
         finally:  # (a pooled connection: leave its session as found)
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _LOCK})
             connection.exec_driver_sql("RESET maintenance_work_mem")
@@ -173,43 +210,50 @@ def maintain(engine: Engine, threshold: int, *, dry_run: bool = False,
     return done
 
 
-def _maintain(connection: Connection, threshold: int, dry_run: bool, maintenance_work_mem: str | None,
+def _scopes(connection: Connection, threshold: int, keyword_threshold: int) -> dict[str, _Wanted]:
+    """Every index a scope large enough to keep one may have, by name."""
+    found: dict[str, _Wanted] = {}
+    for row in connection.execute(_LARGE_SCOPES, {"floor": int(threshold * DROP_BELOW)}):
+        dim = int(row.embedding_dim)
+        found[index_name(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim)] = _Wanted(
+            row.n, threshold, f"hnsw ({OPCLASS.format(dim=dim)})",
+            scope_predicate(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim))
+    for row in connection.execute(_LARGE_WORD_SCOPES, {"floor": int(keyword_threshold * DROP_BELOW)}):
+        found[keyword_index_name(row.tenant_id, row.agent_id, row.user_id)] = _Wanted(
+            row.n, keyword_threshold, "gin (search_vector)",
+            keyword_predicate(row.tenant_id, row.agent_id, row.user_id))
+    return found
+
+
+def _maintain(connection: Connection, scopes: dict[str, _Wanted], dry_run: bool, maintenance_work_mem: str | None,
               done: Maintenance) -> None:
     if maintenance_work_mem:
         connection.execute(text("SELECT set_config('maintenance_work_mem', :m, false)"),
                            {"m": maintenance_work_mem})
-    scopes = connection.execute(_LARGE_SCOPES, {"floor": int(threshold * DROP_BELOW)}).all()
     existing = {row.relname: row.indisvalid for row in connection.execute(_ALL, {"prefix": _like(PREFIX)})}
-    wanted: dict[str, Any] = {}
-    keep: set[str] = set()
-    for row in scopes:
-        name = index_name(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, row.embedding_dim)
-        keep.add(name)  # between DROP_BELOW × threshold and threshold: kept if built, not built
-        if row.n > threshold:
-            wanted[name] = row
+    # between DROP_BELOW × threshold and threshold: kept if built, not built
+    wanted = {name: scope for name, scope in scopes.items() if scope.rows > scope.threshold}
     for name, valid in sorted(existing.items()):
-        if name in keep and valid:
+        if name in scopes and valid:
             done.kept.append(name)
             continue
         done.dropped.append(name)
         if not dry_run:
             connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
-    for name, row in sorted(wanted.items()):
+    for name, scope in sorted(wanted.items()):
         if existing.get(name):
             continue
         if dry_run:
             done.planned.append(name)
             continue
-        dim = int(row.embedding_dim)
-        predicate = scope_predicate(row.tenant_id, row.agent_id, row.user_id, row.embedding_model, dim)
         connection.exec_driver_sql(
-            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING hnsw '
-            f"({OPCLASS.format(dim=dim)}) WHERE {predicate}".replace("%", "%%"))
+            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING {scope.method} '
+            f"WHERE {scope.predicate}".replace("%", "%%"))
         # the user may have been erased since the scopes were listed (the erasure's drop found no
         # index then): the index of an emptied scope goes at once, not at the next run
         left = connection.exec_driver_sql(
-            f"SELECT count(*) FROM (SELECT 1 FROM xflow_memories WHERE {predicate} LIMIT 1) s".replace("%", "%%")
-        ).scalar()
+            f"SELECT count(*) FROM (SELECT 1 FROM xflow_memories WHERE {scope.predicate} LIMIT 1) s"
+            .replace("%", "%%")).scalar()
         if not left:
             connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
             done.dropped.append(name)

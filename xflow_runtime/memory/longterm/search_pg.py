@@ -90,6 +90,18 @@ keyword AS (
     WHERE {{scope}} AND g.kind = ANY({{kinds}})
     ORDER BY g.score DESC, g.id LIMIT {{k}}) ranked)"""
 
+# The keyword list of a scope that also has its own keyword index (``scope_index``, very large
+# scopes): the words' posting lists of the scope's rows alone, the scope written as the index
+# predicate; no fence needed (no other index of the table matches the scope and the words).
+_OWN_KEYWORD = f"""
+keyword AS (
+  SELECT id, kind, title, content, tags, 'keyword' AS list, row_number() OVER (ORDER BY score DESC, id) AS rank
+  FROM (
+    SELECT m.id, m.kind, m.title, m.content, m.tags,
+           ts_rank({_TSV}, (SELECT to_tsquery('simple', %(words)s))) AS score FROM xflow_memories m
+    WHERE {{predicate}} AND {_TSV} @@ (SELECT to_tsquery('simple', %(words)s)) AND m.kind = ANY({{kinds}})
+    ORDER BY score DESC, m.id LIMIT {{k}}) ranked)"""
+
 _INDEXED_SELECT = "\nSELECT list, rank, id, kind, title, content, tags FROM {name}"
 
 # Keyword rank: ``ts_rank`` (frequency of each query word, with diminishing returns for repeats,
@@ -116,12 +128,13 @@ class Candidates:
 
 def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int | None = None,
                indexed: str | None = None, scope: MemoryScope | None = None,
-               kinds: Sequence[str] | None = None, k: int | None = None) -> str:
-    """``indexed``: the predicate of the scope's own index (then no count: the scope is large; the
-    kinds and k are literals when given, ``scope`` is needed for its keyword list)."""
+               kinds: Sequence[str] | None = None, k: int | None = None, own_keyword_index: bool = False) -> str:
+    """``indexed``: the predicate of the scope's own graph (then no count: the scope is large; the
+    kinds and k are literals when given, ``scope`` is needed for its keyword list);
+    ``own_keyword_index``: the scope has its own keyword index too."""
     if semantic and indexed is not None:
         return _indexed_statement(indexed, int(dim or 0), scope if keyword else None,
-                                  None if kinds is None else tuple(kinds), k)
+                                  None if kinds is None else tuple(kinds), k, own_keyword_index)
     parts = [_KEYWORD] if keyword else []
     if semantic:
         parts.insert(0, _SEMANTIC.format(model=quoted(model or ""), dim=int(dim or 0)))
@@ -134,15 +147,19 @@ def _statement(semantic: bool, keyword: bool, model: str | None = None, dim: int
 
 @lru_cache(maxsize=1024)
 def _indexed_statement(predicate: str, dim: int, scope: MemoryScope | None, kinds: tuple[str, ...] | None,
-                       k: int | None) -> str:
-    """The statement of a scope with its own index (``scope``: with its keyword list). Literals are
-    quoted and their ``%`` doubled (pyformat)."""
+                       k: int | None, own_keyword_index: bool = False) -> str:
+    """The statement of a scope with its own graph (``scope``: with its keyword list, through the
+    scope's own keyword index when it has one). Literals are quoted and their ``%`` doubled (pyformat)."""
     kinds_sql = ("%(kinds)s" if kinds is None else "ARRAY[" + ",".join(
         quoted_for_driver(kind) for kind in kinds) + "]::text[]")
     k_sql = "%(k)s" if k is None else str(int(k))
     parts = [_INDEXED.format(predicate=predicate.replace("%", "%%"), dim=dim, kinds=kinds_sql, k=k_sql)]
     selects = [_INDEXED_SELECT.format(name="semantic")]
-    if scope is not None:
+    if scope is not None and own_keyword_index:
+        parts.append(_OWN_KEYWORD.format(predicate=scope_index.keyword_predicate(
+            scope.tenant, scope.agent, scope.user_id, alias="m").replace("%", "%%"), kinds=kinds_sql, k=k_sql))
+        selects.append(_INDEXED_SELECT.format(name="keyword"))
+    elif scope is not None:
         literal = quoted
         where = (f"g.tenant_id = {literal(scope.tenant)} AND g.agent_id = {literal(scope.agent)} "
                  f"AND g.user_id = {literal(scope.user_id)}")
@@ -219,12 +236,14 @@ def candidates(connection: Connection, scope: MemoryScope, kinds: Sequence[str],
     ranked: dict[str, list[tuple[int, str]]] = {}
     in_scope = 0
     indexed = False
+    valid = scope_index.valid_indexes(connection) if semantic else frozenset()
     if semantic and vector is not None and model is not None and scope_index.index_name(
-            scope.tenant, scope.agent, scope.user_id, model, len(vector)) in scope_index.valid_indexes(connection):
+            scope.tenant, scope.agent, scope.user_id, model, len(vector)) in valid:
         indexed = True
         statement = _statement(semantic, keyword, model, len(vector), indexed=scope_index.scope_predicate(
             scope.tenant, scope.agent, scope.user_id, model, len(vector), alias="m"), scope=scope,
-            kinds=kinds, k=k)
+            kinds=kinds, k=k, own_keyword_index=scope_index.keyword_index_name(
+                scope.tenant, scope.agent, scope.user_id) in valid)
         result = prepared.execute(connection, statement, {"q": params["q"], "words": params.get("words", "")},
                                   ("q", "words"))
     else:
