@@ -108,7 +108,7 @@ class LongTermOptions:
     scope_index_threshold: int = 1000
     #: a (tenant, agent, user) with more rows than this also gets its own keyword index from the
     #: same command: its keyword list no longer intersects the words with a posting list of every
-    #: row of the scope (−0.4 ms of server CPU at 100,000 rows); not lower, as each partial index
+    #: row of the scope (−0.3 to −0.4 ms of server CPU at 100,000 rows); not lower, as each partial index
     #: adds planning time to the searches of small scopes — specs/performance.md §3.2
     keyword_index_threshold: int = DEFAULT_KEYWORD_INDEX_THRESHOLD
     candidates_per_source: int = 20
