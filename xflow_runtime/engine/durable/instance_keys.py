@@ -56,6 +56,22 @@ class InstanceQuery:
         return None if self.user is None else subject_key(self.tenant, self.user)
 
 
+@dataclass(frozen=True)
+class InstanceCounts:
+    """How many instances a runtime's engine holds, by engine status (the vocabulary of rows'
+    ``status``; every tenant's), and the engine status of the instances asked about by id
+    (``of``: an id the engine does not hold is absent). Counted by the engine (a GROUP BY on the
+    durable one), so it is exact at any number of instances; the visible status of each is the
+    service's rule (``service/views.py``)."""
+
+    by_status: Mapping[str | None, int]
+    of: Mapping[str, str | None]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_status.values())
+
+
 def instance_attributes(request: Mapping[str, Any]) -> dict[str, str]:
     """The DBOS workflow attributes of an instance started with ``request`` (the recorded request of
     ``DurableBackend.start``): tenant, workflow id, the user's subject key, the correlation key."""
