@@ -14,6 +14,10 @@ which goes first:
   ``find_instances`` page;
 - ``event``: the instances an event for one order reaches — *before*: every PENDING/ENQUEUED
   instance read and its correlation checked in Python; *after*: ``event_recipients``;
+- ``running``: ``GET /v1/instances?status=running`` (newest 50 of tenant ``t``) while the hub has seen
+  the newest 90% of its instances answer (as many waiting conversations) — *before*: every
+  not-yet-final row read until the page is full (``service/listing.py`` with ``max_ids=0``, the
+  fallback and the route before); *after*: those the hub knows wait left out by the query;
 - ``metrics``: the instance gauge of ``GET /metrics`` (every instance by the status it shows) —
   *before*: up to 10,000 instances read with ``list_instances`` and ``status_of`` counted in Python
   (the old route); *after*: ``ServiceState.instances_by_status`` (aggregates in the database).
@@ -120,13 +124,31 @@ def event_after(order: str) -> Callable[[Runtime], Awaitable[int]]:
     return run
 
 
-def _state(runtime: Runtime) -> Any:
-    """What the metrics route reads: the runtime and an (empty) hub; the other fields are unused."""
+def _state(runtime: Runtime, waiting: list[str] = []) -> Any:  # noqa: B006 - read only
+    """What the metrics and list routes read: the runtime and a hub that saw ``waiting`` answer
+    (an agent reply each); the other fields are unused."""
     from xflow_runtime.service.live import LiveHub
     from xflow_runtime.service.state import ServiceState
 
-    return ServiceState(runtime=runtime, catalog=None, auth=None, hub=LiveHub(), metrics=None,  # type: ignore[arg-type]
+    hub = LiveHub()
+    for instance_id in waiting:
+        hub.record(instance_id, {"seq": 0, "event": "agent_reply"})
+    return ServiceState(runtime=runtime, catalog=None, auth=None, hub=hub, metrics=None,  # type: ignore[arg-type]
                         options=None)  # type: ignore[arg-type]
+
+
+def running_list(state: Any, max_ids: int | None) -> Callable[[Runtime], Awaitable[int]]:
+    """The newest page of tenant ``t``'s running instances, as ``GET /v1/instances?status=running``."""
+    from xflow_runtime.service.listing import MAX_IDS, list_page
+    from xflow_runtime.service.principal import Principal
+
+    filters = {"status": "running", "user": None, "workflow": None, "started_after": None, "started_before": None}
+
+    async def run(runtime: Runtime) -> int:
+        items, _ = await list_page(state, Principal(TENANT, None, "service"), filters, None, PAGE, "",
+                                   MAX_IDS if max_ids is None else max_ids)
+        return len(items)
+    return run
 
 
 async def metrics_before(runtime: Runtime) -> int:
@@ -154,11 +176,14 @@ async def timed(runtime: Runtime, call: Callable[[Runtime], Awaitable[int]], cal
 async def measure(url: str, workflow: Path, count: int, rounds: int, calls: int) -> dict[str, float]:
     await fill(url, workflow, count)
     order = "o-0"  # tenant default
-    pairs = {"list": (list_before, list_after), "event": (event_before(order), event_after(order)),
-             "metrics": (metrics_before, metrics_after)}
-    samples: dict[str, list[float]] = {f"{k}_{w}_{m}": [] for k in pairs for w in ("before", "after")
-                                       for m in ("cpu", "wall")}
     async with Runtime("durable", database_url=url, executor_id="bench-reader") as runtime:
+        newest = [r["instance_id"] for r in await runtime.find_instances(InstanceQuery(tenant=TENANT, limit=count))]
+        answered = _state(runtime, newest[:len(newest) * 9 // 10])
+        pairs = {"list": (list_before, list_after), "event": (event_before(order), event_after(order)),
+                 "running": (running_list(answered, 0), running_list(answered, None)),
+                 "metrics": (metrics_before, metrics_after)}
+        samples: dict[str, list[float]] = {f"{k}_{w}_{m}": [] for k in pairs for w in ("before", "after")
+                                           for m in ("cpu", "wall")}
         for kind, (before, after) in pairs.items():
             sizes = {(await before(runtime)), (await after(runtime))}  # warm, and the same answer
             assert len(sizes) == 1, (kind, sizes)
@@ -271,7 +296,7 @@ def main() -> None:
               f"wall_ms={served[sizes[-1]][f'{kind}_wall']:.3f} small_wall_ms={served[sizes[0]][f'{kind}_wall']:.3f} "
               f"load={os.getloadavg()[0]:.1f}", flush=True)
     small, large = results[sizes[0]], results[sizes[-1]]
-    for kind in KINDS:
+    for kind in (*KINDS, "running"):
         print(f"BENCH lists_{kind} instances={sizes[-1]} small={sizes[0]} "
               f"after_cpu_ms={large[f'{kind}_after_cpu']:.3f} before_cpu_ms={large[f'{kind}_before_cpu']:.3f} "
               f"ratio={large[f'{kind}_before_cpu'] / large[f'{kind}_after_cpu']:.1f} "

@@ -139,6 +139,10 @@ class InstanceIndex:
                 params["unsettled_ids"] = list(query.unsettled_ids)
                 expanding.append("unsettled_ids")
             where.append("(" + " OR ".join(either or ["1 = 0"]) + ")")
+        if query.except_ids:
+            where.append("workflow_uuid NOT IN :except_ids")
+            params["except_ids"] = list(query.except_ids)
+            expanding.append("except_ids")
         statement = text(f"SELECT workflow_uuid FROM {self.table} WHERE {' AND '.join(where)} "
                          f"ORDER BY created_at DESC, {self.expr['uuid']} DESC LIMIT :limit")
         return self._ids(statement, params, expanding)

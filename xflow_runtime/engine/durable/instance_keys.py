@@ -38,7 +38,8 @@ class InstanceQuery:
     ``started_before`` exclusive, seconds since the epoch (as rows show ``created_at``). ``after``: the
     (created_at, id) of the last row of the previous page. Status: rows whose DBOS status is one of
     ``statuses``, or that are not final (:data:`FINAL_STATUSES`) when ``unsettled`` is true, or not
-    final and one of ``unsettled_ids``; ``statuses=None`` means no status condition at all."""
+    final and one of ``unsettled_ids``; ``statuses=None`` means no status condition at all.
+    ``except_ids``: rows left out whatever their status (the caller knows they show another)."""
 
     tenant: str
     limit: int
@@ -50,6 +51,7 @@ class InstanceQuery:
     statuses: tuple[str, ...] | None = None
     unsettled: bool = False
     unsettled_ids: tuple[str, ...] = ()
+    except_ids: tuple[str, ...] = ()
 
     @property
     def subject(self) -> str | None:
