@@ -13,15 +13,22 @@ which goes first:
   ``list_instances(limit=None)``, filtered, sorted and cut in Python (the old route); *after*: one
   ``find_instances`` page;
 - ``event``: the instances an event for one order reaches — *before*: every PENDING/ENQUEUED
-  instance read and its correlation checked in Python; *after*: ``event_recipients``.
+  instance read and its correlation checked in Python; *after*: ``event_recipients``;
+- ``running``: ``GET /v1/instances?status=running`` (newest 50 of tenant ``t``) while the hub has seen
+  the newest 90% of its instances answer (as many waiting conversations) — *before*: every
+  not-yet-final row read until the page is full (``service/listing.py`` with ``max_ids=0``, the
+  fallback and the route before); *after*: those the hub knows wait left out by the query;
+- ``metrics``: the instance gauge of ``GET /metrics`` (every instance by the status it shows) —
+  *before*: up to 10,000 instances read with ``list_instances`` and ``status_of`` counted in Python
+  (the old route); *after*: ``ServiceState.instances_by_status`` (aggregates in the database).
 
 CPU time of this process per call (SQLite runs in it, so the database's work is counted; the
 median of the rounds), wall time beside it, and the 1-minute load average. The figure is the
 ratio before/after at the largest N, and how each grows from the smallest N to the largest.
 
 Then the routes themselves: ``xflow serve --auth none`` on the same store (tenant ``default``),
-``GET /v1/instances?limit=50`` and ``POST /v1/events`` (a new event id each time, for one order:
-one recipient, which is not running, so the event is stored for it) through httpx; the server's
+``GET /v1/instances?limit=50``, ``POST /v1/events`` (a new event id each time, for one order:
+one recipient, which is not running, so the event is stored for it) and ``GET /metrics`` through httpx; the server's
 CPU per request (``/proc``, all its threads) and the client's median wall time. Only *after*: the
 server runs this version; their growth from the smallest N to the largest is the figure.
 
@@ -51,6 +58,7 @@ from xflow_runtime.engine.durable.instance_keys import InstanceQuery, correlates
 from xflow_runtime.runtime import Runtime  # noqa: E402
 
 PAGE = 50
+KINDS = ("list", "event", "metrics")
 TENANT = "default"  # the tenant of ``--auth none``
 #: Waits for an approval correlated by order id; not started by the event (its start state is not
 #: an event state), so posting events starts nothing.
@@ -116,6 +124,47 @@ def event_after(order: str) -> Callable[[Runtime], Awaitable[int]]:
     return run
 
 
+def _state(runtime: Runtime, waiting: list[str] = []) -> Any:  # noqa: B006 - read only
+    """What the metrics and list routes read: the runtime and a hub that saw ``waiting`` answer
+    (an agent reply each); the other fields are unused."""
+    from xflow_runtime.service.live import LiveHub
+    from xflow_runtime.service.state import ServiceState
+
+    hub = LiveHub()
+    for instance_id in waiting:
+        hub.record(instance_id, {"seq": 0, "event": "agent_reply"})
+    return ServiceState(runtime=runtime, catalog=None, auth=None, hub=hub, metrics=None,  # type: ignore[arg-type]
+                        options=None)  # type: ignore[arg-type]
+
+
+def running_list(state: Any, max_ids: int | None) -> Callable[[Runtime], Awaitable[int]]:
+    """The newest page of tenant ``t``'s running instances, as ``GET /v1/instances?status=running``."""
+    from xflow_runtime.service.listing import MAX_IDS, list_page
+    from xflow_runtime.service.principal import Principal
+
+    filters = {"status": "running", "user": None, "workflow": None, "started_after": None, "started_before": None}
+
+    async def run(runtime: Runtime) -> int:
+        items, _ = await list_page(state, Principal(TENANT, None, "service"), filters, None, PAGE, "",
+                                   MAX_IDS if max_ids is None else max_ids)
+        return len(items)
+    return run
+
+
+async def metrics_before(runtime: Runtime) -> int:
+    from collections import Counter
+
+    from xflow_runtime.service.views import status_of
+
+    hub = _state(runtime).hub
+    counts = Counter(status_of(r, hub.last_event(r["instance_id"])) for r in await runtime.list_instances(limit=10_000))
+    return sum(counts.values())
+
+
+async def metrics_after(runtime: Runtime) -> int:
+    return sum((await _state(runtime).instances_by_status()).values())
+
+
 async def timed(runtime: Runtime, call: Callable[[Runtime], Awaitable[int]], calls: int) -> tuple[float, float, int]:
     """(CPU ms, wall ms) per call, and the answer's size."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -127,10 +176,14 @@ async def timed(runtime: Runtime, call: Callable[[Runtime], Awaitable[int]], cal
 async def measure(url: str, workflow: Path, count: int, rounds: int, calls: int) -> dict[str, float]:
     await fill(url, workflow, count)
     order = "o-0"  # tenant default
-    pairs = {"list": (list_before, list_after), "event": (event_before(order), event_after(order))}
-    samples: dict[str, list[float]] = {f"{k}_{w}_{m}": [] for k in pairs for w in ("before", "after")
-                                       for m in ("cpu", "wall")}
     async with Runtime("durable", database_url=url, executor_id="bench-reader") as runtime:
+        newest = [r["instance_id"] for r in await runtime.find_instances(InstanceQuery(tenant=TENANT, limit=count))]
+        answered = _state(runtime, newest[:len(newest) * 9 // 10])
+        pairs = {"list": (list_before, list_after), "event": (event_before(order), event_after(order)),
+                 "running": (running_list(answered, 0), running_list(answered, None)),
+                 "metrics": (metrics_before, metrics_after)}
+        samples: dict[str, list[float]] = {f"{k}_{w}_{m}": [] for k in pairs for w in ("before", "after")
+                                           for m in ("cpu", "wall")}
         for kind, (before, after) in pairs.items():
             sizes = {(await before(runtime)), (await after(runtime))}  # warm, and the same answer
             assert len(sizes) == 1, (kind, sizes)
@@ -165,7 +218,7 @@ def measure_http(url: str, workflows: Path, rounds: int, calls: int) -> dict[str
                                "--db", url, "--port", str(port), "--auth", "none", "--log-level", "warning"],
                               cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    samples: dict[str, list[float]] = {f"{k}_{m}": [] for k in ("list", "event") for m in ("cpu", "wall")}
+    samples: dict[str, list[float]] = {f"{k}_{m}": [] for k in KINDS for m in ("cpu", "wall")}
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
             deadline = time.monotonic() + 300
@@ -190,11 +243,14 @@ def measure_http(url: str, workflows: Path, rounds: int, calls: int) -> dict[str
                                    headers={"content-type": "application/cloudevents+json"}).json()
                 assert body["delivered_to"] == 1, body
 
-            calls_of = {"list": list_once, "event": event_once}
+            def metrics_once() -> None:
+                assert 'xflow_instances{status="running"}' in client.get("/metrics").text
+
+            calls_of = {"list": list_once, "event": event_once, "metrics": metrics_once}
             for call in calls_of.values():
                 call()  # warm
             for r in range(rounds):
-                for kind in (("list", "event") if r % 2 == 0 else ("event", "list")):
+                for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
                     cpu, walls = _cpu_seconds(server.pid), []
                     for _ in range(calls):
                         started = time.perf_counter()
@@ -233,14 +289,14 @@ def main() -> None:
             served[count] = measure_http(url, workflows, rounds, args.calls * 3)  # CPU ticks are 10 ms
             fields = " ".join(f"{k}_ms={v:.3f}" for k, v in served[count].items())
             print(f"BENCH lists_http_n{count} instances={count} {fields} load={os.getloadavg()[0]:.1f}", flush=True)
-    for kind in ("list", "event"):
+    for kind in KINDS:
         print(f"BENCH lists_http_{kind} instances={sizes[-1]} small={sizes[0]} "
               f"server_cpu_ms={served[sizes[-1]][f'{kind}_cpu']:.3f} small_cpu_ms={served[sizes[0]][f'{kind}_cpu']:.3f} "
               f"growth={served[sizes[-1]][f'{kind}_cpu'] / served[sizes[0]][f'{kind}_cpu']:.2f} "
               f"wall_ms={served[sizes[-1]][f'{kind}_wall']:.3f} small_wall_ms={served[sizes[0]][f'{kind}_wall']:.3f} "
               f"load={os.getloadavg()[0]:.1f}", flush=True)
     small, large = results[sizes[0]], results[sizes[-1]]
-    for kind in ("list", "event"):
+    for kind in (*KINDS, "running"):
         print(f"BENCH lists_{kind} instances={sizes[-1]} small={sizes[0]} "
               f"after_cpu_ms={large[f'{kind}_after_cpu']:.3f} before_cpu_ms={large[f'{kind}_before_cpu']:.3f} "
               f"ratio={large[f'{kind}_before_cpu'] / large[f'{kind}_after_cpu']:.1f} "

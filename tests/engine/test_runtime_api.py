@@ -387,3 +387,22 @@ def test_instance_services_are_typed() -> None:
     assert ExecutionContext().services.identity == Identity("default", None)
     with pytest.raises(TypeError, match="chat_memroy"):
         InstanceServices.of({"chat_memroy": object()})
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "durable"])
+async def test_count_instances_counts_every_instance_by_engine_status(engine: str, files, tmp_path: Path) -> None:
+    """The service's instance gauge asks this (specs/service.md, "Operations"): either engine answers."""
+    async with Runtime(engine, database_url=f"sqlite:///{tmp_path / 's.sqlite'}",
+                       functions={"charge": Charges()}) as runtime:
+        approval = runtime.load(files["approval"])
+        waits = await runtime.start(approval, {"amount": 1})
+        approved = await runtime.start(approval, {"amount": 2})
+        await approved.send_event(APPROVED)
+        await approved.result()
+        failed = await runtime.start(runtime.load(files["fails"]))
+        with pytest.raises(WorkflowFailed):
+            await failed.result()
+        counts = await runtime.count_instances([waits.instance_id, failed.instance_id, "unknown"])
+        assert dict(counts.by_status) == {"PENDING": 1, "SUCCESS": 1, "ERROR": 1} and counts.total == 3
+        assert dict(counts.of) == {waits.instance_id: "PENDING", failed.instance_id: "ERROR"}
+        assert dict((await runtime.count_instances()).of) == {}

@@ -62,9 +62,10 @@ def keys(db_url: str) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def service(workflows_dir: Path, db_url: str, keys: dict[str, str],
+def service(workflows_dir: Path, db_url: str, keys: dict[str, str], service_dir: Path,
             model_server: ScriptedModelServer) -> Iterator[ServiceProcess]:
-    process = ServiceProcess(workflows_dir, db_url, llm_api_base=model_server.api_base).start()
+    """The log in ``service_dir``: a module may override ``db_url`` with a PostgreSQL store."""
+    process = ServiceProcess(workflows_dir, db_url, llm_api_base=model_server.api_base, log_dir=service_dir).start()
     yield process
     process.stop()
 

@@ -89,6 +89,22 @@ class ServiceProcess:
         return code
 
 
+def store_url(request: Any, service_dir: Path, prefix: str) -> str:
+    """The store of a module parametrized ``sqlite``/``postgres``: a SQLite file in ``service_dir``,
+    or a new database (``prefix_…``) on the session's PostgreSQL (``postgres_server`` fixture)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}"
+    import uuid
+
+    import psycopg
+
+    server = request.getfixturevalue("postgres_server")
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return str(server.get_uri(database=name, driver="psycopg"))
+
+
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 

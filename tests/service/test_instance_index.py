@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.service.support import ServiceProcess, bearer
+from tests.service.support import ServiceProcess, bearer, store_url
 
 pytestmark = pytest.mark.slow
 STRUCTURED = "application/cloudevents+json"
@@ -28,15 +27,7 @@ MANY = 150  # instances of tenant p, paged through
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, service_dir: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{service_dir / 'store' / 'xflow.sqlite'}"
-    import psycopg
-
-    server = request.getfixturevalue("postgres_server")
-    name = f"xflow_list_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as connection:
-        connection.execute(f"CREATE DATABASE {name}")
-    return server.get_uri(database=name, driver="psycopg")
+    return store_url(request, service_dir, "xflow_list")
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ durable engine by name (``Runtime._require_durable``).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from xflow_runtime.errors import XFlowError
@@ -16,6 +17,7 @@ from xflow_runtime.runtime.handles import UnknownInstance
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable import DurableEngine
+    from xflow_runtime.engine.durable.instance_keys import InstanceCounts
     from xflow_runtime.interpreter.services import Identity
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime.handles import WorkflowRef
@@ -37,6 +39,10 @@ class Backend(Protocol):
     async def cancel(self, instance_id: str) -> None: ...
 
     async def history(self, instance_id: str) -> list[dict[str, Any]]: ...
+
+    async def counts(self, ids: list[str]) -> "InstanceCounts":
+        """Every instance counted by engine status, and the engine status of each of ``ids``."""
+        ...
 
     async def describe(self, instance_id: str) -> dict[str, Any]: ...
 
@@ -79,6 +85,13 @@ class InProcessBackend:
         if instance_id not in self._local:
             raise XFlowError("cannot read a history: the in-process engine keeps no records")
         return list(self._local[instance_id].history.records)
+
+    async def counts(self, ids: list[str]) -> "InstanceCounts":
+        from xflow_runtime.engine.durable.instance_keys import InstanceCounts
+
+        statuses = {instance_id: instance.status for instance_id, instance in self._local.items()}
+        by_status: dict[str | None, int] = dict(Counter(statuses.values()))
+        return InstanceCounts(by_status, {i: statuses[i] for i in ids if i in statuses})
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         if instance_id not in self._local:
@@ -134,6 +147,9 @@ class DurableBackend:
 
     async def history(self, instance_id: str) -> list[dict[str, Any]]:
         return await self.engine.history(instance_id)
+
+    async def counts(self, ids: list[str]) -> "InstanceCounts":
+        return await self.engine.counts(ids)
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         status = await self._known(instance_id)

@@ -31,7 +31,7 @@ from xflow_runtime.runtime.options import llm_client, long_term_options
 
 if TYPE_CHECKING:
     from xflow_runtime.a2a.settings import A2ASettings
-    from xflow_runtime.engine.durable.instance_keys import InstanceQuery
+    from xflow_runtime.engine.durable.instance_keys import InstanceCounts, InstanceQuery
     from xflow_runtime.engine.durable import DurableEngine
     from xflow_runtime.engine.fleet_options import FleetOptions
     from xflow_runtime.expressions.limits import EvaluationLimits
@@ -338,6 +338,11 @@ class Runtime:
         """One page of durable instances (rows as :meth:`list_instances`), by the database's indexes."""
         engine = await self._require_durable("list instances")
         return [execution.describe_status(s) for s in await engine.page(query)]
+
+    async def count_instances(self, ids: Iterable[str] = ()) -> "InstanceCounts":
+        """Every tenant's instances counted by engine status (in the database, if durable), and the status of ``ids``."""
+        await self.open()
+        return await self._backend.counts(list(ids))
 
     async def event_recipients(self, event: Mapping[str, Any], *, tenant: str, user: str | None = None) -> list[str]:
         """The live durable instances of ``tenant`` (``user``) ``event`` reaches by correlation (by index)."""

@@ -260,11 +260,15 @@ class LocalInstance:
     def cancel(self) -> None:
         self.task.cancel()
 
+    @property
+    def status(self) -> str:
+        """Its status in the durable engine's vocabulary (a cancelled one failed: no record says otherwise)."""
+        if not self.task.done():
+            return "PENDING"
+        return "ERROR" if self.task.cancelled() or self.task.exception() else "SUCCESS"
+
     def describe(self) -> dict[str, Any]:
-        status = "PENDING"
-        if self.task.done():
-            status = "ERROR" if self.task.cancelled() or self.task.exception() else "SUCCESS"
-        return _description(self.instance_id, status, None, self.history.records)
+        return _description(self.instance_id, self.status, None, self.history.records)
 
 
 def describe_status(status: Any) -> dict[str, Any]:

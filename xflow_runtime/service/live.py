@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from contextlib import contextmanager
 
@@ -181,6 +181,11 @@ class LiveHub:
     def last_event(self, instance_id: str) -> str | None:
         state = self._instances.get(instance_id)
         return state.last_event if state else None
+
+    def latest_events(self, events: Collection[str]) -> dict[str, str]:
+        """The instances followed here whose latest record is one of ``events``, with that event."""
+        return {i: event for i, state in self._instances.items() if (event := state.last_event) is not None
+                and event in events}
 
     def ended_here(self, event: str) -> list[str]:
         """The instances whose latest record seen here is ``event`` (a terminal one): those the hub

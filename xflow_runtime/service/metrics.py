@@ -22,7 +22,7 @@ class ServiceMetrics:
         self.instances_started = Counter("xflow_instances_started", "Instances started", ["workflow"], registry=r)
         self.instances_finished = Counter("xflow_instances_finished", "Instances finished",
                                           ["workflow", "outcome"], registry=r)
-        self.instances_by_status = Gauge("xflow_instances", "Instances seen by the last list, by status",
+        self.instances_by_status = Gauge("xflow_instances", "Instances in the store (every tenant), by the status they show",
                                          ["status"], registry=r)
         self.state_duration = Histogram("xflow_state_duration_seconds", "Time spent in a state",
                                         ["workflow", "state_type"], registry=r, buckets=_LATENCY_BUCKETS)

@@ -13,7 +13,7 @@ from xflow_runtime.service.live import LiveHub
 from xflow_runtime.service.metrics import ServiceMetrics
 from xflow_runtime.service.principal import Principal
 from xflow_runtime.service.problems import Problem
-from xflow_runtime.service.views import status_of
+from xflow_runtime.service.views import AHEAD_OF_ENGINE, status_of, visible_counts
 
 if TYPE_CHECKING:
     from xflow_runtime.runtime import Runtime
@@ -95,6 +95,13 @@ class ServiceState:
             return "waiting"
         row = await self.owned(principal, instance_id)
         return status_of(row, await self.last_event(instance_id))
+
+    async def instances_by_status(self) -> dict[str, int]:
+        """Every tenant's instances by the status they show (:func:`~.views.status_of`), counted by
+        the runtime's engine (aggregates in the database, not a read of every instance), corrected
+        by the latest records this process's hub saw."""
+        followed = self.hub.latest_events(AHEAD_OF_ENGINE)
+        return visible_counts(await self.runtime.count_instances(followed), followed)
 
     async def describe(self, instance_id: str) -> dict[str, Any]:
         """The runtime's description, completed from the hub: an instance's last records reach

@@ -9,9 +9,12 @@ import base64
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from xflow_runtime.service.problems import Problem
+
+if TYPE_CHECKING:
+    from xflow_runtime.engine.durable.instance_keys import InstanceCounts
 
 _STATUSES = {"PENDING": "running", "ENQUEUED": "running", "SUCCESS": "completed", "ERROR": "failed",
              "CANCELLED": "cancelled", "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed"}
@@ -19,12 +22,31 @@ STATUSES = ("running", "waiting", "completed", "failed", "cancelled")
 TERMINAL = ("completed", "failed", "cancelled")
 
 
+#: Latest records that say more than an engine status of running (they come before the status row).
+AHEAD_OF_ENGINE = {"agent_reply": "waiting", "workflow_completed": "completed", "workflow_failed": "failed"}
+
+
 def status_of(row: Mapping[str, Any], last_event: str | None) -> str:
+    """The status an instance shows: its engine status, unless that says running and its latest
+    record (``last_event``) says more (the one rule; lists and the metrics count by it too)."""
     status = _STATUSES.get(str(row.get("status")), "running")
-    if status == "running":  # the last record may be ahead of the engine's status row
-        return {"agent_reply": "waiting", "workflow_completed": "completed",
-                "workflow_failed": "failed"}.get(last_event or "", "running")
+    if status == "running":
+        return AHEAD_OF_ENGINE.get(last_event or "", "running")
     return status
+
+
+def visible_counts(counts: "InstanceCounts", last_events: Mapping[str, str]) -> dict[str, int]:
+    """How many instances show each status, as :func:`status_of` shows each one: ``counts`` holds
+    every instance by engine status, and the engine status of those whose latest record is in
+    ``last_events`` (the only ones whose shown status may differ from their engine status's)."""
+    shown = dict.fromkeys(STATUSES, 0)
+    for status, count in counts.by_status.items():
+        shown[status_of({"status": status}, None)] += count
+    for instance_id, status in counts.of.items():
+        row = {"status": status}
+        shown[status_of(row, None)] -= 1
+        shown[status_of(row, last_events.get(instance_id))] += 1
+    return shown
 
 
 def _time(seconds: float | None) -> str | None:

@@ -107,6 +107,25 @@ async def test_instances_recorded_without_the_attributes_are_labelled_at_launch(
             sorted(await runtime.event_recipients(_approval_event("o-3"), tenant="t")) == sorted([late, mine])
 
 
+@pytest.mark.slow
+async def test_status_pages_of_the_unsettled_leave_out_or_keep_only_the_ids_given(store_url: str) -> None:
+    """What ``status=running`` / ``status=waiting`` ask (service/listing.py): the unsettled rows but
+    those the hub knows show another status, or only those it knows wait."""
+    async with Runtime("durable", database_url=store_url) as runtime:
+        plan = runtime.load(APPROVAL)
+        ids = [(await runtime.start(plan, {}, tenant="t")).instance_id for _ in range(4)]
+        await runtime.cancel(ids[3])
+
+        async def page(**status: Any) -> list[str]:
+            query = InstanceQuery(tenant="t", limit=10, statuses=(), **status)
+            return sorted(row["instance_id"] for row in await runtime.find_instances(query))
+
+        assert await page(unsettled=True) == sorted(ids[:3])
+        assert await page(unsettled=True, except_ids=(ids[1], ids[3])) == sorted([ids[0], ids[2]])
+        assert await page(unsettled_ids=(ids[1], ids[3])) == [ids[1]]  # a settled one never shows waiting
+        assert await page(unsettled_ids=()) == []
+
+
 _names = st.text("abcxyz019", min_size=1, max_size=4)
 _values = st.one_of(st.text(max_size=8), st.text(min_size=290, max_size=300), st.integers(-3, 3), st.booleans())
 

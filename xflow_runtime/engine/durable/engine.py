@@ -55,7 +55,7 @@ from xflow_runtime.errors import WorkflowFailed, XFlowError
 
 if TYPE_CHECKING:
     from xflow_runtime.engine.durable.instance_index import IndexedInstances
-    from xflow_runtime.engine.durable.instance_keys import InstanceQuery
+    from xflow_runtime.engine.durable.instance_keys import InstanceCounts, InstanceQuery
     from xflow_runtime.engine.fleet_options import FleetOptions
 
 #: Called inside the DBOS workflow with the recorded request and the port; returns the output.
@@ -367,6 +367,11 @@ class DurableEngine:
         """The live instances of a tenant (of a user) whose correlation key is one of ``keys``."""
         assert self._indexed is not None
         return await self._indexed.recipients(tenant, user, keys)
+
+    async def counts(self, ids: builtins.list[str]) -> "InstanceCounts":
+        """Every instance counted by status, and the status of each of ``ids``, by aggregate queries."""
+        assert self._indexed is not None
+        return await self._indexed.counts(ids)
 
     async def steps(self, instance_id: str) -> builtins.list[Any]:
         return await DBOS.list_workflow_steps_async(instance_id)

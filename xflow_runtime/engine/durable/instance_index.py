@@ -24,8 +24,8 @@ from sqlalchemy import Engine, bindparam, text
 
 from xflow_runtime.engine.durable.engine import describe_error
 from xflow_runtime.engine.durable.instance_keys import (
-    CORRELATION_ATTRIBUTE, FINAL_STATUSES, LIVE_STATUSES, TENANT_ATTRIBUTE, WORKFLOW_ATTRIBUTE, InstanceQuery,
-    first_millisecond, instance_attributes,
+    CORRELATION_ATTRIBUTE, FINAL_STATUSES, LIVE_STATUSES, TENANT_ATTRIBUTE, WORKFLOW_ATTRIBUTE, InstanceCounts,
+    InstanceQuery, first_millisecond, instance_attributes,
 )
 from xflow_runtime.engine.durable.names import WORKFLOW_NAME
 from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
@@ -44,6 +44,8 @@ INDEXES = {
 #: The instances not labelled yet (recorded by an older runtime), so finding them costs a probe:
 #: partial on our workflow name (a literal: SQLite uses a partial index only for the same text).
 UNLABELLED_INDEX = "xflow_instances_unlabelled"
+#: Ids bound in one query (SQLite before 3.32 allows 999 variables in a statement).
+_IDS_PER_QUERY = 900
 _LOCK = 0x78666C6F77  # a PostgreSQL advisory lock: workers launching at once create the indexes once
 
 
@@ -137,6 +139,10 @@ class InstanceIndex:
                 params["unsettled_ids"] = list(query.unsettled_ids)
                 expanding.append("unsettled_ids")
             where.append("(" + " OR ".join(either or ["1 = 0"]) + ")")
+        if query.except_ids:
+            where.append("workflow_uuid NOT IN :except_ids")
+            params["except_ids"] = list(query.except_ids)
+            expanding.append("except_ids")
         statement = text(f"SELECT workflow_uuid FROM {self.table} WHERE {' AND '.join(where)} "
                          f"ORDER BY created_at DESC, {self.expr['uuid']} DESC LIMIT :limit")
         return self._ids(statement, params, expanding)
@@ -154,6 +160,25 @@ class InstanceIndex:
             params["subject"] = subject_key(tenant, user)
         statement = text(f"SELECT workflow_uuid FROM {self.table} WHERE {' AND '.join(where)}")
         return self._ids(statement, params, ["keys", "live"])
+
+    def count_by_status(self) -> dict[str | None, int]:
+        """How many instances of every tenant the store holds, by DBOS status: one aggregate the
+        database answers in one pass over ``workflow_status`` (no row reaches Python)."""
+        statement = text(f"SELECT status, COUNT(*) FROM {self.table} WHERE name = :name GROUP BY status")
+        with self.engine.connect() as connection:
+            return {row[0]: int(row[1]) for row in connection.execute(statement, {"name": WORKFLOW_NAME}).all()}
+
+    def statuses_of(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The DBOS status of each of ``ids`` the store holds (by primary key, a batch a query)."""
+        wanted = sorted(set(ids))
+        statement = text(f"SELECT workflow_uuid, status FROM {self.table} WHERE name = :name "
+                         "AND workflow_uuid IN :ids").bindparams(bindparam("ids", expanding=True))
+        found: dict[str, str | None] = {}
+        with self.engine.connect() as connection:
+            for start in range(0, len(wanted), _IDS_PER_QUERY):
+                batch = {"name": WORKFLOW_NAME, "ids": wanted[start:start + _IDS_PER_QUERY]}
+                found.update((row[0], row[1]) for row in connection.execute(statement, batch).all())
+        return found
 
     def _ids(self, statement: Any, params: dict[str, Any], expanding: list[str]) -> list[str]:
         statement = statement.bindparams(*(bindparam(name, expanding=True) for name in expanding))
@@ -222,6 +247,13 @@ class IndexedInstances:
     async def recipients(self, tenant: str, user: str | None, keys: list[str]) -> list[Any]:
         await self._label_new_old_instances()
         return await self._statuses(await asyncio.to_thread(self.index.recipients, tenant, user, keys))
+
+    async def counts(self, ids: Iterable[str]) -> InstanceCounts:
+        """Every instance counted by status, and the status of ``ids``: aggregates, no row read."""
+        wanted = list(ids)
+        by_status = await asyncio.to_thread(self.index.count_by_status)
+        of = await asyncio.to_thread(self.index.statuses_of, wanted) if wanted else {}
+        return InstanceCounts(by_status, of)
 
     async def _label_new_old_instances(self) -> None:
         """What an older process of a rolling upgrade started since (usually nothing: one probe)."""

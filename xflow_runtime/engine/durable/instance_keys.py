@@ -38,7 +38,8 @@ class InstanceQuery:
     ``started_before`` exclusive, seconds since the epoch (as rows show ``created_at``). ``after``: the
     (created_at, id) of the last row of the previous page. Status: rows whose DBOS status is one of
     ``statuses``, or that are not final (:data:`FINAL_STATUSES`) when ``unsettled`` is true, or not
-    final and one of ``unsettled_ids``; ``statuses=None`` means no status condition at all."""
+    final and one of ``unsettled_ids``; ``statuses=None`` means no status condition at all.
+    ``except_ids``: rows left out whatever their status (the caller knows they show another)."""
 
     tenant: str
     limit: int
@@ -50,10 +51,27 @@ class InstanceQuery:
     statuses: tuple[str, ...] | None = None
     unsettled: bool = False
     unsettled_ids: tuple[str, ...] = ()
+    except_ids: tuple[str, ...] = ()
 
     @property
     def subject(self) -> str | None:
         return None if self.user is None else subject_key(self.tenant, self.user)
+
+
+@dataclass(frozen=True)
+class InstanceCounts:
+    """How many instances a runtime's engine holds, by engine status (the vocabulary of rows'
+    ``status``; every tenant's), and the engine status of the instances asked about by id
+    (``of``: an id the engine does not hold is absent). Counted by the engine (a GROUP BY on the
+    durable one), so it is exact at any number of instances; the visible status of each is the
+    service's rule (``service/views.py``)."""
+
+    by_status: Mapping[str | None, int]
+    of: Mapping[str, str | None]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_status.values())
 
 
 def instance_attributes(request: Mapping[str, Any]) -> dict[str, str]:
