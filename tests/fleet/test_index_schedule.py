@@ -1,0 +1,108 @@
+"""Scope indexes built by the fleet on a schedule (``--index-scopes-every``; specs/deployment.md,
+"Scope indexes on a schedule"): real worker processes on a real PostgreSQL, a period of seconds and
+lowered thresholds. Nobody runs ``xflow memory index-scopes``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.fleet.support import start_worker, start_workers
+from xflow_runtime.engine.index_schedule import QUEUE, SCHEDULE, TICK_NAME
+from xflow_runtime.memory.longterm import MemoryScope, repository, scope_index
+from xflow_runtime.memory.longterm.embedder import normalise
+from xflow_runtime.storage.database import open_database, write_transaction
+from xflow_runtime.testing.wire import hashed_embedding
+
+pytestmark = pytest.mark.postgres
+
+MODEL = "scripted-embedding"
+SCHEDULED = ("--index-scopes-every", "2s", "--index-scopes-threshold", "40", "--index-scopes-keyword-threshold", "40")
+
+
+def _store(url: str, user: str, size: int) -> None:
+    """``size`` facts of ``user`` (tenant acme, agent support), with vectors."""
+    engine = open_database(url)  # migrated, as a worker would
+    try:
+        rows = [repository.new_row(MemoryScope("acme", "support", user), "fact", f"{user} note {i}",
+                                   category="general", importance=5,
+                                   embedding=normalise(hashed_embedding(f"{user} note {i}", 64)),
+                                   embedding_model=MODEL, embedding_dim=64) for i in range(size)]
+        with write_transaction(engine) as connection:
+            connection.execute(repository.memories.insert(), rows)
+    finally:
+        engine.dispose()
+
+
+def _names(user: str) -> set[str]:
+    return {scope_index.index_name("acme", "support", user, MODEL, 64),
+            scope_index.keyword_index_name("acme", "support", user)}
+
+
+def _query(url: str, statement: str) -> list[Any]:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        return connection.execute(statement).fetchall()
+
+
+def _scope_indexes(url: str) -> dict[str, bool]:
+    return dict(_query(url, "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                            f"WHERE c.relname LIKE '{scope_index.PREFIX}%'"))
+
+
+def _ticks(url: str) -> list[tuple[str, str, str | None, str]]:
+    """(status, queue, what its maintenance step returned, executor) of every index-scopes tick."""
+    return _query(url, "SELECT w.status, w.queue_name, o.output, w.executor_id FROM dbos.workflow_status w "
+                       "LEFT JOIN dbos.operation_outputs o ON o.workflow_uuid = w.workflow_uuid "
+                       "AND o.function_name = 'xflow.index_scopes.maintain' "
+                       f"WHERE w.name = '{TICK_NAME}' ORDER BY w.created_at")
+
+
+def _wait(condition: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.2)
+
+
+def test_two_workers_build_a_large_scopes_indexes_once_and_zero_turns_the_schedule_off(
+        postgres_database_url: str) -> None:
+    url = postgres_database_url
+    _store(url, "big", 120)
+    _store(url, "small", 10)
+    workers = start_workers(2, url, *SCHEDULED)
+    try:
+        _wait(lambda: _scope_indexes(url) == dict.fromkeys(_names("big"), True))
+        done = len([t for t in _ticks(url) if t[0] == "SUCCESS"])
+        _wait(lambda: len([t for t in _ticks(url) if t[0] == "SUCCESS"]) >= done + 2)  # later ticks: nothing to do
+    finally:
+        for worker in workers:
+            assert worker.terminate() == 0
+    ticks = [t for t in _ticks(url) if t[0] != "PENDING"]  # (a tick cut by the stop stays PENDING)
+    assert {t[0] for t in ticks} == {"SUCCESS"} and {t[1] for t in ticks} == {QUEUE}  # never the instance queue
+    built = [name for t in ticks for name in _built(t[2])]
+    assert sorted(built) == sorted(_names("big")), ticks  # each index built once, by one tick of one worker
+    assert _scope_indexes(url) == dict.fromkeys(_names("big"), True)
+
+    # 0: the schedule is deleted fleet-wide; a scope grown above the threshold gets no index
+    _store(url, "grown", 120)
+    off = start_worker(url, *SCHEDULED[2:], "--index-scopes-every", "0")
+    try:
+        assert not _query(url, f"SELECT 1 FROM dbos.workflow_schedules WHERE schedule_name = '{SCHEDULE}'")
+        time.sleep(5)  # two periods of the old schedule
+        assert _scope_indexes(url) == dict.fromkeys(_names("big"), True)
+    finally:
+        assert off.terminate() == 0
+
+
+def _built(output: str | None) -> list[str]:
+    import json
+
+    if not output:
+        return []
+    value = json.loads(output)
+    return list(value.get("built", [])) if isinstance(value, dict) else []
