@@ -4,6 +4,7 @@ lowered thresholds. Nobody runs ``xflow memory index-scopes``."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -99,10 +100,40 @@ def test_two_workers_build_a_large_scopes_indexes_once_and_zero_turns_the_schedu
         assert off.terminate() == 0
 
 
-def _built(output: str | None) -> list[str]:
-    import json
+def test_a_build_cut_short_by_a_killed_worker_is_built_again_by_the_fleet(postgres_database_url: str) -> None:
+    import psycopg
 
-    if not output:
-        return []
-    value = json.loads(output)
-    return list(value.get("built", [])) if isinstance(value, dict) else []
+    url = postgres_database_url
+    _store(url, "big", 120)
+    # an open writer of the table: CREATE INDEX CONCURRENTLY records its (invalid) index, then waits for it
+    writer = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+    writer.execute("UPDATE xflow_memories SET importance = 6 WHERE id = (SELECT min(id) FROM xflow_memories)")
+    worker = start_worker(url, *SCHEDULED)
+    try:
+        _wait(lambda: False in _scope_indexes(url).values())
+        worker.kill()  # mid-build; the server then cuts its session's build short
+        _query(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND pid <> pg_backend_pid()")
+        writer.rollback()
+        left = _scope_indexes(url)
+        assert False in left.values() and set(left) <= _names("big")  # what a cut build leaves
+    finally:
+        writer.close()
+        worker.kill()
+    again = start_worker(url, *SCHEDULED)
+    try:
+        _wait(lambda: _scope_indexes(url) == dict.fromkeys(_names("big"), True))
+    finally:
+        assert again.terminate() == 0
+    rebuilt = [t for t in _ticks(url) if t[0] == "SUCCESS" and _built(t[2])]
+    assert any(set(_step(t[2])["dropped"]) & set(left) for t in rebuilt)  # the invalid one dropped, then built
+
+
+def _step(output: str | None) -> dict[str, Any]:
+    """What a tick's maintenance step returned (``Maintenance.as_dict``), ``{}`` for a skipped tick."""
+    value = json.loads(output) if output else {}
+    return value if isinstance(value, dict) else {}
+
+
+def _built(output: str | None) -> list[str]:
+    return list(_step(output).get("built", []))
