@@ -55,7 +55,11 @@ def parse_every(text: str) -> int:
         raise ScheduleError(f"--index-scopes-every {text!r}: expected a period such as 10m, 30s, 1h or 0 (off)")
     seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if seconds:
-        _interval_cron(f"PT{seconds}S")  # refused here, not at the first tick
+        try:
+            _interval_cron(f"PT{seconds}S")  # refused here, not at the first tick
+        except ScheduleError:
+            raise ScheduleError(f"--index-scopes-every {text!r}: the period must divide a minute, an hour or "
+                                "a day (e.g. 30s, 5m, 10m, 1h)") from None
     return seconds
 
 
