@@ -137,3 +137,39 @@ def _step(output: str | None) -> dict[str, Any]:
 
 def _built(output: str | None) -> list[str]:
     return list(_step(output).get("built", []))
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_serve_builds_them_in_the_process_that_runs_instances(postgres_database_url: str, tmp_path: Any,
+                                                              workers: int) -> None:
+    """``xflow serve`` without workers runs them itself (executor ``local``); with ``--workers``
+    its workers do (the options passed on), not the front end."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.fleet.support import REPO
+    from tests.service.support import free_port
+
+    url = postgres_database_url
+    _store(url, "big", 120)
+    (tmp_path / "wf").mkdir()
+    log = open(tmp_path / "serve.log", "ab")
+    service = subprocess.Popen(
+        [sys.executable, "-m", "xflow_runtime.cli.main", "serve", "--workflows", str(tmp_path / "wf"), "--db", url,
+         "--port", str(free_port()), "--auth", "none", "--workers", str(workers), "--drain-seconds", "2",
+         "--log-level", "warning", *SCHEDULED],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        def built() -> bool:
+            assert service.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            return _scope_indexes(url) == dict.fromkeys(_names("big"), True)
+
+        _wait(built, 120)
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=60)
+        log.close()
+    builders = {t[3] for t in _ticks(url) if _built(t[2])}
+    assert len(builders) == 1 and (builders == {"local"} if not workers else next(iter(builders)).startswith("xw-"))
