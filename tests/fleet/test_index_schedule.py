@@ -23,14 +23,14 @@ MODEL = "scripted-embedding"
 SCHEDULED = ("--index-scopes-every", "2s", "--index-scopes-threshold", "40", "--index-scopes-keyword-threshold", "40")
 
 
-def _store(url: str, user: str, size: int) -> None:
+def _store(url: str, user: str, size: int, dim: int = 64) -> None:
     """``size`` facts of ``user`` (tenant acme, agent support), with vectors."""
     engine = open_database(url)  # migrated, as a worker would
     try:
         rows = [repository.new_row(MemoryScope("acme", "support", user), "fact", f"{user} note {i}",
                                    category="general", importance=5,
-                                   embedding=normalise(hashed_embedding(f"{user} note {i}", 64)),
-                                   embedding_model=MODEL, embedding_dim=64) for i in range(size)]
+                                   embedding=normalise(hashed_embedding(f"{user} note {i}", dim)),
+                                   embedding_model=MODEL, embedding_dim=dim) for i in range(size)]
         with write_transaction(engine) as connection:
             connection.execute(repository.memories.insert(), rows)
     finally:
@@ -173,3 +173,22 @@ def test_serve_builds_them_in_the_process_that_runs_instances(postgres_database_
         log.close()
     builders = {t[3] for t in _ticks(url) if _built(t[2])}
     assert len(builders) == 1 and (builders == {"local"} if not workers else next(iter(builders)).startswith("xw-"))
+
+
+def test_a_failing_build_is_logged_once_a_tick_without_user_text_and_fails_no_tick(
+        postgres_database_url: str, tmp_path: Any) -> None:
+    url = postgres_database_url
+    user = "zqx7-ann@example.com"
+    _store(url, user, 45, dim=4100)  # above the HNSW limit of 4,000 dimensions: every build fails
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = start_worker(url, *SCHEDULED, stderr=log)
+        try:
+            _wait(lambda: len([t for t in _ticks(url) if "error" in _step(t[2])]) >= 2)
+        finally:
+            assert worker.terminate() == 0
+    failed = [t for t in _ticks(url) if "error" in _step(t[2])]
+    assert {t[0] for t in failed} == {"SUCCESS"}  # a failed build is not a failed workflow
+    lines = [line for line in (tmp_path / "worker.log").read_text().splitlines() if "scope index" in line]
+    assert len(failed) <= len(lines) <= len(failed) + 1  # once per tick (one more may end after the count)
+    assert all("retried at the next tick" in line and "4000" in line for line in lines), lines
+    assert "zqx7" not in (tmp_path / "worker.log").read_text() and "zqx7" not in str(failed)
