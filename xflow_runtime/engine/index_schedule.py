@@ -94,8 +94,8 @@ def apply(settings: IndexSchedule, memory_url: str | None) -> str | None:
     keyword_threshold = settings.keyword_threshold or defaults.keyword_index_threshold
     _memory_url = memory_url
     cron = _interval_cron(f"PT{settings.every}S")
-    # one tick at a time per process; not fleet-wide (global_concurrency would count the PENDING
-    # tick of a killed worker for ever): the advisory lock serialises the builds instead
+    # one tick at a time per process; not fleet-wide (global_concurrency would count a killed
+    # worker's PENDING tick until a sweep hands it back): maintain's advisory lock serialises builds
     DBOS.register_queue(QUEUE, worker_concurrency=1, polling_interval_sec=1.0, on_conflict="always_update")
     entry: dict[str, Any] = {
         "schedule_name": SCHEDULE, "workflow_fn": _tick, "schedule": cron, "automatic_backfill": False,
