@@ -35,17 +35,19 @@ class Worker:
         return self.process.wait(timeout=timeout)
 
 
-def start_worker(url: str, *args: str, dead_after: float = 5.0, env: dict[str, str] | None = None) -> Worker:
-    return start_workers(1, url, *args, dead_after=dead_after, env=env)[0]
+def start_worker(url: str, *args: str, dead_after: float = 5.0, env: dict[str, str] | None = None,
+                 stderr: Any = None) -> Worker:
+    return start_workers(1, url, *args, dead_after=dead_after, env=env, stderr=stderr)[0]
 
 
 def start_workers(count: int, url: str, *args: str, dead_after: float = 5.0,
-                  env: dict[str, str] | None = None) -> list[Worker]:
-    """``count`` workers started together (their start-ups overlap), returned once all are ready."""
+                  env: dict[str, str] | None = None, stderr: Any = None) -> list[Worker]:
+    """``count`` workers started together (their start-ups overlap), returned once all are ready
+    (``stderr``: a file their logs go to; default this process's)."""
     environment = {**os.environ, "PYTHONPATH": str(REPO), "FLEET_TEST_DB": url,
                    "XFLOW_DEAD_AFTER_SECONDS": str(dead_after), **(env or {})}
     processes = [subprocess.Popen([sys.executable, str(REPO / "bin" / "xflow"), "worker", "--db", url, "--json",
-                                   *args], cwd=REPO, stdout=subprocess.PIPE, stderr=None, text=True, env=environment)
+                                   *args], cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment)
                  for _ in range(count)]
     workers = []
     for process in processes:

@@ -49,7 +49,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "xflow serve --workflows workflows/ --a2a --a2a-callback-secret-env XFLOW_A2A_SECRET \\\n"
               "            --a2a-callback-url https://flows.example.com   # A2A agents in and out"),
     "worker": ("xflow worker --db postgresql://xflow@db/xflow --workflows workflows/ --concurrency 50",
-               "xflow worker --db postgresql://xflow@db/xflow --llm-rate-limit openai=3000/60 --drain-seconds 30"),
+               "xflow worker --db postgresql://xflow@db/xflow --llm-rate-limit openai=3000/60 --drain-seconds 30",
+               "xflow worker --db postgresql://xflow@db/xflow --index-scopes-every 30m   # own indexes of large "
+               "memory scopes (default 10m; 0: off)"),
     "keys": ("xflow keys create --tenant acme --role service --name back-office",),
     "keys create": ("xflow keys create --tenant acme --role user --user ann --expires-in 86400",),
     "keys list": ("xflow keys list --tenant acme --json",),

@@ -37,8 +37,8 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     reindex.set_defaults(handler=_reindex)
 
     scopes = commands.add_parser("index-scopes", parents=[common],
-                                 help="build the own HNSW index of every large scope (PostgreSQL; run it "
-                                      "periodically, e.g. from cron)")
+                                 help="build the own HNSW index of every large scope (PostgreSQL; workers also "
+                                      "run it every 10 minutes: xflow worker --index-scopes-every)")
     scopes.add_argument("--threshold", type=int, default=None, metavar="N",
                         help="vectors in a scope above which it gets its own index (default: "
                              "LongTermOptions.scope_index_threshold)")

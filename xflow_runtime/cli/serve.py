@@ -59,6 +59,9 @@ def register(subparsers: Any, name: str) -> None:
     parser.add_argument("--drain-seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="run instances in N worker processes (a fleet on --db PostgreSQL) instead of this one")
+    from xflow_runtime.cli.worker import add_index_scopes_options
+
+    add_index_scopes_options(parser)  # passed to the workers, or run here without --workers
     parser.add_argument("--public-url", metavar="URL", default=None,
                         help="the URL agents reach this service at, for callback URLs (default http://HOST:PORT)")
     parser.add_argument("--callback-secret-env", metavar="VAR", default=None,
@@ -189,12 +192,16 @@ def serve_command(args: argparse.Namespace) -> int:
             if args.workers < 1 or args.llm_script:
                 raise XFlowError("--workers takes N ≥ 1 and a gateway (--llm-api-base), not --llm-script")
             fleet = FleetOptions(run_instances=False)  # this process starts instances; workers run them
+        from xflow_runtime.cli.worker import index_schedule
+
+        scopes = index_schedule(args)
         runtime = Runtime("durable", database_url=args.db, llm=llm, fleet=fleet, callbacks=callback_settings(args),
                           a2a=a2a_settings(args))
         options = ServiceOptions(max_body_bytes=args.max_body_bytes, body_timeout_seconds=args.body_timeout,
                                  max_wait_seconds=args.max_wait, reply_timeout_seconds=args.reply_timeout,
                                  request_timeout_seconds=args.request_timeout,
-                                 a2a_private_webhooks=args.a2a_allow_private_webhooks)
+                                 a2a_private_webhooks=args.a2a_allow_private_webhooks,
+                                 index_scopes=None if args.workers else scopes)
         app = create_app(runtime, workflows=args.workflows, auth=auth, options=options,
                          sonataflow_routes=args.sonataflow_routes, mcp=args.mcp, mcp_host=args.host,
                          mcp_wait_seconds=args.mcp_wait, a2a_agents=args.a2a,
@@ -237,6 +244,9 @@ def _spawn_workers(args: argparse.Namespace) -> Any:
         command += ["--db", args.db]
     if args.llm_api_base:
         command += ["--llm-api-base", args.llm_api_base]
+    from xflow_runtime.cli.worker import index_schedule_argv
+
+    command += index_schedule_argv(args)
     return WorkerSupervisor(command, args.workers)
 
 

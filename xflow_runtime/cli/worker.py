@@ -46,6 +46,50 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
                         help="send every LLM call to this OpenAI-compatible endpoint (a gateway)")
     parser.add_argument("--drain-seconds", type=float, default=20.0,
                         help="on SIGTERM, how long steps in flight may take to finish")
+    add_index_scopes_options(parser)
+
+
+def add_index_scopes_options(parser: argparse.ArgumentParser) -> None:
+    """``xflow memory index-scopes`` on a schedule, in the processes that run work (fleet-wide: the
+    last process started decides; specs/deployment.md)."""
+    parser.add_argument("--index-scopes-every", metavar="PERIOD", default="10m",
+                        help="build the own indexes of large memory scopes this often (10m default, 30s, 1h; "
+                             "0: never; PostgreSQL memory only)")
+    parser.add_argument("--index-scopes-threshold", type=int, default=None, metavar="N",
+                        help="vectors in a scope above which it gets its own index (default: "
+                             "LongTermOptions.scope_index_threshold)")
+    parser.add_argument("--index-scopes-keyword-threshold", type=int, default=None, metavar="N",
+                        help="rows of a user above which it gets its own keyword index (default: "
+                             "LongTermOptions.keyword_index_threshold)")
+
+
+def index_schedule(args: argparse.Namespace) -> Any:
+    """The :class:`~xflow_runtime.engine.index_schedule.IndexSchedule` of the options (checked:
+    a bad value stops the process before it starts)."""
+    from xflow_runtime.engine.index_schedule import IndexSchedule, parse_every
+
+    for name in ("index_scopes_threshold", "index_scopes_keyword_threshold"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise XFlowError(f"--{name.replace('_', '-')} must be at least 1")
+    return IndexSchedule(parse_every(args.index_scopes_every), args.index_scopes_threshold,
+                         args.index_scopes_keyword_threshold)
+
+
+def index_schedule_argv(args: argparse.Namespace) -> list[str]:
+    """The same options for a worker process this one starts (``xflow serve --workers``)."""
+    argv = ["--index-scopes-every", str(args.index_scopes_every)]
+    for name in ("index_scopes_threshold", "index_scopes_keyword_threshold"):
+        if getattr(args, name) is not None:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    return argv
+
+
+async def apply_index_schedule(runtime: Any, settings: Any) -> None:
+    """After the runtime opened: the fleet's index-scopes schedule (memory on PostgreSQL only)."""
+    from xflow_runtime.engine import index_schedule as schedule
+
+    await asyncio.to_thread(schedule.apply, settings, runtime.chat_memory_url)
 
 
 def fleet_options(args: argparse.Namespace, *, run_instances: bool = True) -> Any:
@@ -86,6 +130,7 @@ async def _work(args: argparse.Namespace) -> int:
 
     from xflow_runtime.runtime import Runtime
 
+    scopes = index_schedule(args)
     runtime = Runtime("durable", database_url=args.db, fleet=fleet_options(args), llm=llm_settings(args))
     loaded = []
     for path in _workflow_files(args.workflows):  # checked now; an instance runs the text it recorded
@@ -104,6 +149,7 @@ async def _work(args: argparse.Namespace) -> int:
     await runtime.open()
     for warning in await runtime.apply_schedules(loaded, prune=args.workflows is not None):
         print(f"xflow worker: schedule not started: {warning}", file=sys.stderr)
+    await apply_index_schedule(runtime, scopes)
     ready = {"executor_id": runtime.executor_id, "pid": os.getpid(), "workflows": len(loaded)}
     print(json.dumps(ready) if args.json else f"xflow worker {ready['executor_id']} ready "
           f"({len(loaded)} workflow(s))", flush=True)

@@ -295,14 +295,21 @@ def open_fleet_database(url: str, times: FleetTimes) -> Engine:
         "statement_timeout": str(dead_ms)})
 
 
+def _handed_back() -> list[str]:
+    """The workflows a dead worker's sweep hands back: instances, schedule ticks and index-scopes
+    ticks (taken over, a tick cut short by a kill builds at once, not at the next tick)."""
+    from xflow_runtime.engine.durable.names import WORKFLOW_NAME
+    from xflow_runtime.engine.index_schedule import TICK_NAME as INDEX_TICK
+    from xflow_runtime.engine.schedules import TICK_NAME
+
+    return [WORKFLOW_NAME, TICK_NAME, INDEX_TICK]
+
+
 def _pending_executors(app_version: str, among: list[str] | None = None) -> list[str]:
     """Executor ids holding PENDING instances of our application version."""
     from dbos import DBOS
 
-    from xflow_runtime.engine.durable.names import WORKFLOW_NAME
-    from xflow_runtime.engine.schedules import TICK_NAME
-
-    rows = DBOS.list_workflows(status="PENDING", name=[WORKFLOW_NAME, TICK_NAME], app_version=app_version,
+    rows = DBOS.list_workflows(status="PENDING", name=_handed_back(), app_version=app_version,
                                executor_id=among, load_input=False, load_output=False)
     return sorted({row.executor_id for row in rows if row.executor_id})
 
@@ -311,10 +318,7 @@ def _pending_instances(app_version: str, executor_id: str) -> list[str]:
     """Ids of the PENDING instances (and schedule ticks) ``executor_id`` holds."""
     from dbos import DBOS
 
-    from xflow_runtime.engine.durable.names import WORKFLOW_NAME
-    from xflow_runtime.engine.schedules import TICK_NAME
-
-    rows = DBOS.list_workflows(status="PENDING", name=[WORKFLOW_NAME, TICK_NAME], app_version=app_version,
+    rows = DBOS.list_workflows(status="PENDING", name=_handed_back(), app_version=app_version,
                                executor_id=[executor_id], load_input=False, load_output=False)
     return [row.workflow_id for row in rows]
 

@@ -31,6 +31,9 @@ class ServiceOptions:
     request_timeout_seconds: float | None = None
     #: ``xflow serve --a2a``: deliver push notifications to loopback/private webhooks too (tests).
     a2a_private_webhooks: bool = False
+    #: ``xflow serve`` without ``--workers``: this process runs the instances, so it also builds
+    #: the own indexes of large memory scopes on a schedule (an ``IndexSchedule``; None: not here)
+    index_scopes: Any = None
 
     def __post_init__(self) -> None:
         longest_wait = max(self.max_wait_seconds, self.reply_timeout_seconds)
@@ -69,6 +72,10 @@ class ServiceState:
             if not self.opened:
                 self.hub.bind(asyncio.get_running_loop())
                 await self.runtime.open()
+                if self.options.index_scopes is not None:
+                    from xflow_runtime.engine.index_schedule import apply
+
+                    await asyncio.to_thread(apply, self.options.index_scopes, self.runtime.chat_memory_url)
                 self.catalog.refresh(force=True)
                 await asyncio.to_thread(_import_llm)
                 self.opened = True

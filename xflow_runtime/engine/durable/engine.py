@@ -242,8 +242,10 @@ class DurableEngine:
         try:
             if self.fleet is not None and self.fleet.run_instances:
                 self._join_fleet()  # before launch: the row exists before anything is claimed
-            if self.fleet is not None:
-                import xflow_runtime.engine.schedules  # noqa: F401 - registers the tick workflow
+            # the tick workflows, in every process: any process on the database that runs queued
+            # work (not a front end) may dequeue a tick
+            import xflow_runtime.engine.index_schedule  # noqa: F401
+            import xflow_runtime.engine.schedules  # noqa: F401
             DBOS(config=config)
             if self.fleet is not None and not self.fleet.run_instances:
                 DBOS.listen_queues([])  # a front end: starts instances, runs none

@@ -11,7 +11,8 @@ past other users' rows: ~10,500 buffers at a 20,000-row scope). See ``specs/perf
   search computes the name it would have, erasure finds every index of a user by prefix, and
   validity is PostgreSQL's own ``pg_index.indisvalid`` — a second table could only disagree with
   it (an interrupted ``CREATE INDEX CONCURRENTLY`` leaves an invalid index and no row).
-* **Built off the request path** by :func:`maintain` (``xflow memory index-scopes``), with
+* **Built off the request path** by :func:`maintain` (``xflow memory index-scopes``, and every 10
+  minutes by the processes that run work: ``engine/index_schedule.py``), with
   ``CREATE INDEX CONCURRENTLY``: writes go on while it builds, and the search keeps the
   exact/global path until the index is valid.
 * **The search reads the catalogue at most every** ``REFRESH_S`` **seconds per process**
