@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from xflow_runtime.engine.index_schedule import parse_every, safe_error
+from xflow_runtime.engine.index_schedule import parse_every
+from xflow_runtime.storage.database import error_without_data
 from xflow_runtime.engine.schedules import ScheduleError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,6 +65,6 @@ def test_a_failed_statement_is_logged_without_its_text_or_detail(postgres_url: s
     finally:
         engine.dispose()
     assert "ann" in str(raised.value)  # what SQLAlchemy's text would have logged
-    logged = safe_error(raised.value)
+    logged = error_without_data(raised.value)
     assert "ann" not in logged and "INSERT" not in logged and "23505" in logged and "UniqueViolation" in logged
-    assert safe_error(ValueError("user ann")) == "ValueError"
+    assert error_without_data(ValueError("user ann")) == "ValueError"

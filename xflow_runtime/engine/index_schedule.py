@@ -34,7 +34,8 @@ from typing import Any, Callable
 
 from dbos import DBOS
 
-from xflow_runtime.engine.schedules import ScheduleError, _interval_cron, _parse, should_run
+from xflow_runtime.engine.schedules import ScheduleError, interval_cron, parse_time, should_run
+from xflow_runtime.storage.database import error_without_data
 
 log = logging.getLogger("xflow.index_scopes")
 
@@ -56,7 +57,7 @@ def parse_every(text: str) -> int:
     seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if seconds:
         try:
-            _interval_cron(f"PT{seconds}S")  # refused here, not at the first tick
+            interval_cron(f"PT{seconds}S")  # refused here, not at the first tick
         except ScheduleError:
             raise ScheduleError(f"--index-scopes-every {text!r}: the period must divide a minute, an hour or "
                                 "a day (e.g. 30s, 5m, 10m, 1h)") from None
@@ -93,7 +94,7 @@ def apply(settings: IndexSchedule, memory_url: str | None) -> str | None:
     threshold = settings.threshold or defaults.scope_index_threshold
     keyword_threshold = settings.keyword_threshold or defaults.keyword_index_threshold
     _memory_url = memory_url
-    cron = _interval_cron(f"PT{settings.every}S")
+    cron = interval_cron(f"PT{settings.every}S")
     # one tick at a time per process; not fleet-wide (global_concurrency would count a killed
     # worker's PENDING tick until a sweep hands it back): maintain's advisory lock serialises builds
     DBOS.register_queue(QUEUE, worker_concurrency=1, polling_interval_sec=1.0, on_conflict="always_update")
@@ -113,8 +114,8 @@ async def _clock() -> str:
 async def _tick(scheduled_at: Any, context: dict[str, Any]) -> dict[str, Any] | None:
     """One tick: maintain the scope indexes, or skip a stale tick. Never raises: a failure is
     logged and the next tick tries again."""
-    at = _parse(scheduled_at)
-    now = _parse(await DBOS.run_step_async({"name": "xflow.index_scopes.now"}, _clock))
+    at = parse_time(scheduled_at)
+    now = parse_time(await DBOS.run_step_async({"name": "xflow.index_scopes.now"}, _clock))
     if not should_run({"cron": context["cron"]}, at, now):
         return None
     result: dict[str, Any] = await DBOS.run_step_async({"name": "xflow.index_scopes.maintain"}, _maintain, context)
@@ -129,8 +130,8 @@ async def _maintain(context: dict[str, Any]) -> dict[str, Any]:
         done = await _in_daemon_thread(lambda: run_once(url, int(context["threshold"]),
                                                         int(context["keyword_threshold"])))
     except Exception as error:  # noqa: BLE001 - logged once; the next tick runs it again
-        log.warning("scope index maintenance failed (retried at the next tick): %s", safe_error(error))
-        return {"error": safe_error(error)}
+        log.warning("scope index maintenance failed (retried at the next tick): %s", error_without_data(error))
+        return {"error": error_without_data(error)}
     if done.get("built") or done.get("dropped"):
         log.info("scope indexes: built %d, dropped %d", len(done["built"]), len(done["dropped"]))
     return done
@@ -157,18 +158,8 @@ def run_once(url: str, threshold: int, keyword_threshold: int) -> dict[str, Any]
         exists = connection.execute(text("SELECT to_regclass('xflow_memories') IS NOT NULL")).scalar()
         connection.rollback()
     if not exists:
-        return {"built": [], "dropped": [], "kept": [], "planned": [], "busy": False}
+        return {"built": [], "dropped": [], "kept": [], "planned": [], "failed": [], "busy": False}
     return scope_index.maintain(engine, threshold, keyword_threshold=keyword_threshold).as_dict()
-
-
-def safe_error(error: BaseException) -> str:
-    """An error without the statement text or the server's DETAIL (either may hold a user id)."""
-    original = getattr(error, "orig", None) or error
-    diag = getattr(original, "diag", None)
-    primary = getattr(diag, "message_primary", None) if diag is not None else None
-    if primary:
-        return f"{type(original).__name__} [{getattr(original, 'sqlstate', None) or '?'}]: {primary}"
-    return type(original).__name__
 
 
 async def _in_daemon_thread(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -49,10 +49,10 @@ def to_cron(schedule: Any) -> tuple[str, str | None, str | None]:
         if isinstance(cron, dict):
             return str(cron["expression"]), cron.get("validUntil"), timezone
         return str(cron), None, timezone
-    return _interval_cron(str(schedule["interval"])), None, timezone
+    return interval_cron(str(schedule["interval"])), None, timezone
 
 
-def _interval_cron(interval: str) -> str:
+def interval_cron(interval: str) -> str:
     duration = interval.split("/")[-1]  # R/PT2H, R5/2024-01-01T00:00:00Z/PT2H, PT2H
     match = _DURATION.match(duration)
     if not match or not any(match.groupdict().values()):
@@ -87,14 +87,14 @@ def _ticks(cron: str, around: dt.datetime, timezone: str | None) -> tuple[dt.dat
 def should_run(context: dict[str, Any], scheduled_at: dt.datetime, now: dt.datetime) -> bool:
     """The catch-up rule: a tick runs within its grace, ``max(period, 10 s)``, and before validUntil."""
     valid_until = context.get("valid_until")
-    if valid_until and scheduled_at > _parse(valid_until):
+    if valid_until and scheduled_at > parse_time(valid_until):
         return False
     tick, following = _ticks(context["cron"], scheduled_at, context.get("timezone"))
     grace = max((following - tick).total_seconds(), MIN_GRACE_SECONDS)
     return (now - scheduled_at).total_seconds() <= grace
 
 
-def _parse(value: Any) -> dt.datetime:
+def parse_time(value: Any) -> dt.datetime:
     if isinstance(value, dt.datetime):
         moment = value
     else:
@@ -117,8 +117,8 @@ async def _tick(scheduled_at: Any, context: dict[str, Any]) -> str | None:
     from xflow_runtime.engine.durable.instance_keys import instance_attributes
     from xflow_runtime.engine.fleet import INSTANCE_QUEUE
 
-    at = _parse(scheduled_at)
-    now = _parse(await DBOS.run_step_async({"name": "xflow.tick.now"}, _clock))
+    at = parse_time(scheduled_at)
+    now = parse_time(await DBOS.run_step_async({"name": "xflow.tick.now"}, _clock))
     if not should_run(context, at, now):
         return None
     started = instance_id(context["schedule"], at)
@@ -181,7 +181,7 @@ def catch_up(name: str, cron: str, timezone: str | None) -> None:
     # from then on; a tick both fired and caught up has one id, so it runs once
     latest, _ = _ticks(cron, dt.datetime.now(dt.timezone.utc), timezone)
     last = schedule.get("last_fired_at")
-    if last is not None and _parse(last) >= latest:
+    if last is not None and parse_time(last) >= latest:
         return
     if last is None:  # a new schedule: nothing was missed
         return

@@ -155,3 +155,14 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         connection = connection.execution_options(**{_IMMEDIATE: True})
         with connection.begin():
             yield connection
+
+
+def error_without_data(error: BaseException) -> str:
+    """A database error as its class, SQLSTATE and the server's primary message only: never the
+    statement or the server's DETAIL, which may hold user ids or values (safe to log)."""
+    original = getattr(error, "orig", None) or error
+    diag = getattr(original, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    if primary:
+        return f"{type(original).__name__} [{getattr(original, 'sqlstate', None) or '?'}]: {primary}"
+    return type(original).__name__
