@@ -12,7 +12,8 @@ CONCURRENTLY``, off the request path; ``scope_index.maintain``).
 Only rows embedded under another model or mode (or not at all) are embedded again; ``--force``
 re-embeds everything (after a change of the contextual format). Provider keys come from the
 environment as for every litellm call. Exit 0 when done, 1 when an embedding call failed (run it
-again: finished batches are kept), 2 on a usage error.
+again: finished batches are kept) or a scope index could not be built (the others are built; the
+reason is logged), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ def _index_scopes(args: argparse.Namespace) -> int:
                               "database": dialect, **done.as_dict()}, sort_keys=True))
         else:
             verb = "would build" if args.dry_run else "built"
+            failed = f", failed {len(done.failed)} (the server's reason is logged)" if done.failed else ""
             print(f"scope indexes (graphs above {threshold} vectors, keyword indexes above {words} rows): "
-                  f"{verb} {len(done.planned or done.built)}, dropped {len(done.dropped)}, kept {len(done.kept)}")
-        return 0
+                  f"{verb} {len(done.planned or done.built)}, dropped {len(done.dropped)}, kept {len(done.kept)}{failed}")
+        return 1 if done.failed else 0
     return run_async(run)
 
 

@@ -4,6 +4,7 @@ built by the maintenance step, taken by the search's plan, dropped with the user
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import pytest
 
 from tests.memory.longterm.conftest import EMBEDDING_MODEL, options_for
 from tests.memory.longterm.test_search import _bulk
-from xflow_runtime.memory.longterm import LongTermMemory, LongTermOptions, MemoryScope, scope_index, search_pg
+from xflow_runtime.memory.longterm import (LongTermMemory, LongTermOptions, MemoryScope, repository, scope_index,
+                                          search_pg)
 from xflow_runtime.memory.longterm.embedder import normalise
 from xflow_runtime.privacy import erase_user
 from xflow_runtime.storage.database import write_transaction
@@ -99,7 +101,7 @@ async def test_an_interrupted_build_is_rebuilt_and_a_shrunk_scope_loses_its_inde
         with memory.engine.connect() as other:  # another run in progress: this one does nothing
             other.exec_driver_sql(f"SELECT pg_advisory_lock({scope_index._LOCK})")
             assert scope_index.maintain(memory.engine, 100).as_dict() == {
-                "built": [], "dropped": [], "kept": [], "planned": [], "busy": True}
+                "built": [], "dropped": [], "kept": [], "planned": [], "failed": [], "busy": True}
             other.exec_driver_sql(f"SELECT pg_advisory_unlock({scope_index._LOCK})")
         done = scope_index.maintain(memory.engine, 100, maintenance_work_mem="64MB")
         assert done.dropped == [name] and done.built == [name] and not done.busy
@@ -111,6 +113,27 @@ async def test_an_interrupted_build_is_rebuilt_and_a_shrunk_scope_loses_its_inde
             connection.exec_driver_sql("DELETE FROM xflow_memories WHERE id IN (SELECT id FROM xflow_memories "
                                        "ORDER BY id LIMIT 60)")
         assert scope_index.maintain(memory.engine, 100).dropped == [name]
+
+
+async def test_a_scope_whose_index_cannot_be_built_keeps_none_of_the_others_waiting(
+        fresh_postgres_url: str, model_server: ScriptedModelServer, caplog: pytest.LogCaptureFixture) -> None:
+    # the failing scope's name sorts first, so the others are built after its failure
+    wide = next(f"wide-{i}" for i in range(1000) if scope_index.index_name("acme", "support", f"wide-{i}", EMBEDDING_MODEL,
+                                                                           4100) < scope_index.user_prefix("acme", BIG))
+    async with LongTermMemory.open(fresh_postgres_url, options_for(model_server)) as memory:
+        _bulk(memory, MemoryScope("acme", "support", BIG), _texts(60, "big"))
+        with write_transaction(memory.engine) as connection:  # a model of 4,100 dimensions: over HNSW's limit
+            connection.execute(repository.memories.insert(), [repository.new_row(
+                MemoryScope("acme", "support", wide), "fact", f"wide note {i}", category="general", importance=5,
+                embedding=[1.0] * 4100, embedding_model=EMBEDDING_MODEL, embedding_dim=4100) for i in range(60)])
+        with caplog.at_level(logging.WARNING, logger="xflow_runtime.memory.longterm"):
+            done = scope_index.maintain(memory.engine, 50)
+        failing = scope_index.index_name("acme", "support", wide, EMBEDDING_MODEL, 4100)
+        assert done.failed == [failing] and done.built == [scope_index.index_name("acme", "support", BIG,
+                                                                                  EMBEDDING_MODEL, 64)]
+        with memory.engine.connect() as connection:  # nothing of the failed build is left behind
+            assert connection.exec_driver_sql("SELECT to_regclass(%(name)s)", {"name": f'"{failing}"'}).scalar() is None
+        assert failing in caplog.text and "4000" in caplog.text and "wide" not in caplog.text
 
 
 async def test_erasure_drops_the_users_scope_indexes_and_leaves_no_user_text_in_the_catalogue(

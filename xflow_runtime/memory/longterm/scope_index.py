@@ -38,15 +38,19 @@ past other users' rows: ~10,500 buffers at a 20,000-row scope). See ``specs/perf
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 
 from xflow_runtime.memory.longterm.config import DEFAULT_KEYWORD_INDEX_THRESHOLD
 from xflow_runtime.memory.longterm.sql_text import quoted
+from xflow_runtime.storage.database import error_without_data
 
+_log = logging.getLogger("xflow_runtime.memory.longterm")
 PREFIX = "ix_xflow_mem_scope_"
 #: how long a process trusts its list of valid scope indexes (seconds)
 REFRESH_S = 10.0
@@ -157,11 +161,12 @@ class Maintenance:
     dropped: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     planned: list[str] = field(default_factory=list)  # dry run: what would be built
+    failed: list[str] = field(default_factory=list)  # builds the server refused (logged; the next run tries again)
     busy: bool = False  # another maintenance run holds the lock: nothing done
 
     def as_dict(self) -> dict[str, Any]:
         return {"built": self.built, "dropped": self.dropped, "kept": self.kept, "planned": self.planned,
-                "busy": self.busy}
+                "failed": self.failed, "busy": self.busy}
 
 
 _LARGE_SCOPES = text(
@@ -247,9 +252,16 @@ def _maintain(connection: Connection, scopes: dict[str, _Wanted], dry_run: bool,
         if dry_run:
             done.planned.append(name)
             continue
-        connection.exec_driver_sql(
-            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING {scope.method} '
-            f"WHERE {scope.predicate}".replace("%", "%%"))
+        try:
+            connection.exec_driver_sql(
+                f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON xflow_memories USING {scope.method} '
+                f"WHERE {scope.predicate}".replace("%", "%%"))
+        except DBAPIError as error:  # one scope that cannot be built keeps none of the others waiting
+            _log.warning("scope index %s could not be built (tried again at the next run): %s", name,
+                         error_without_data(error))
+            connection.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')  # what a failed build leaves
+            done.failed.append(name)
+            continue
         # the user may have been erased since the scopes were listed (the erasure's drop found no
         # index then): the index of an emptied scope goes at once, not at the next run
         left = connection.exec_driver_sql(
