@@ -74,19 +74,17 @@ async def test_an_instance_whose_start_races_the_erasure_keeps_nothing(postgres_
     user's instances and finds none. Once stored, the instance is deleted and the start raises."""
     from sqlalchemy import create_engine, text
 
+    from tests.support.postgres import insert_waits_for_a_lock
     from xflow_runtime.storage.database import open_database
 
     url = postgres_database_url
     open_database(locate(url).memory_url).dispose()  # a memory store: the user's epoch is kept there
     workflow = tmp_path / "slow.yaml"
     workflow.write_text(SLOW_STEP)
-    sql = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    sql = create_engine(url)
 
     def start_waits_for_the_lock() -> bool:
-        with sql.connect() as connection:
-            return connection.execute(text(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
-                "AND query LIKE 'INSERT INTO dbos.workflow_status %'")).scalar_one() > 0
+        return insert_waits_for_a_lock(sql, "dbos.workflow_status")
     try:
         async with Runtime("durable", database_url=url, functions={"slow": lambda said: {"echo": said}}) as runtime:
             plan = runtime.load(workflow)

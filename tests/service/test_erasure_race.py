@@ -6,6 +6,7 @@ is seen waiting in ``pg_stat_activity``) while the erasure runs and finds nothin
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 import time
@@ -17,6 +18,7 @@ from sqlalchemy import create_engine, text
 
 from tests.privacy.scan import traces
 from tests.service.support import WORKFLOWS, ServiceProcess, assert_problem, bearer, jwt_token
+from tests.support.postgres import insert_waits_for_a_lock
 from xflow_runtime import erase_user
 from xflow_runtime.settings import locate
 from xflow_runtime.storage.database import open_database
@@ -27,20 +29,11 @@ TENANT, USER, PHRASE = "acme", "u-racing-1", "ibexvermilion"
 
 def test_a_start_that_races_the_erasure_of_its_user_answers_403_and_keeps_nothing(
         postgres_database_url: str, tmp_path: Path) -> None:
-    import asyncio
-
     url = postgres_database_url
     workflows = tmp_path / "workflows"
     workflows.mkdir()
     shutil.copy(WORKFLOWS / "greet.yaml", workflows / "greet.yaml")
-    sql = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-
-    def start_waits_for_the_lock() -> bool:
-        with sql.connect() as connection:
-            return connection.execute(text(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
-                "AND query LIKE 'INSERT INTO dbos.workflow_status %'")).scalar_one() > 0
-
+    sql = create_engine(url)
     open_database(locate(url).memory_url).dispose()  # a memory store: the user's epoch is kept there
     service = ServiceProcess(workflows, url, auth="jwt", log_dir=tmp_path).start()
     answers: list[httpx.Response] = []
@@ -55,7 +48,7 @@ def test_a_start_that_races_the_erasure_of_its_user_answers_403_and_keeps_nothin
                     client.post("/v1/workflows/greet/instances", json={"name": PHRASE})))
                 poster.start()
                 deadline = time.monotonic() + 120
-                while not start_waits_for_the_lock():
+                while not insert_waits_for_a_lock(sql, "dbos.workflow_status"):
                     assert time.monotonic() < deadline and poster.is_alive(), ("the start never waited", answers)
                     time.sleep(0.05)
                 receipt = asyncio.run(erase_user(USER, tenant=TENANT, database_url=url))
