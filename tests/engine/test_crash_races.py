@@ -136,10 +136,10 @@ FOREACH_PATH = ["Batches", "Wide"]
 
 def guarded_subflow() -> dict[str, Any]:
     """One iteration of ``timers_in_iterations_workflow``: a first call, then a second under an
-    action timeout of PT0.4S; the flag says whether the timer won."""
+    action timeout of PT2S; the flag says whether the timer won."""
     item = "${ .item.n }"
     return document("race-guarded", [
-        {"name": "Work", "type": "operation", "timeouts": {"actionExecTimeout": "PT0.4S"}, "actions": [
+        {"name": "Work", "type": "operation", "timeouts": {"actionExecTimeout": "PT2S"}, "actions": [
             {"functionRef": {"refName": "record", "arguments": {"log": "${ .log }", "n": item,
                                                                 "pause": "${ .item.first }"}},
              "actionDataFilter": {"toStateData": "${ .first }"}},
@@ -154,12 +154,15 @@ def guarded_subflow() -> dict[str, Any]:
 
 def timers_in_iterations_workflow() -> tuple[dict[str, Any], dict[str, Any]]:
     """A parallel ``foreach`` whose iterations (a subflow each) race their own timers: the second
-    call of iterations 1 and 3 outlasts its PT0.4S timer, those of 0 and 2 beat it. The first
+    call of iterations 1 and 3 outlasts its PT2S timer (30 s), those of 0 and 2 beat it. The first
     calls' pauses make the timers start in another order than the iterations (1, 3, 2, 0), and a
     replay returns those calls at once. Then one more call (a kill point once every race is
-    decided)."""
+    decided). Winners are ten times shorter than the timer, losers far longer (the module's rule):
+    with PT0.4S against work of 0.2 s, a loaded machine once let a timer win a race its work was
+    meant to win (the first run recorded it so and the replay kept it, but the output then differs
+    from the reference run's)."""
     items = [{"n": 100 + 10 * i, "first": first, "second": second}
-             for i, (first, second) in enumerate([(0.2, 0.05), (0.0, 3.0), (0.1, 0.05), (0.05, 3.0)])]
+             for i, (first, second) in enumerate([(0.2, 0.05), (0.0, 30.0), (0.1, 0.05), (0.05, 30.0)])]
     return document("race-iteration-timers", [
         {"name": "Fan", "type": "foreach", "inputCollection": "${ .items }", "outputCollection": "${ .results }",
          "actions": [{"subFlowRef": "race-guarded",

@@ -111,29 +111,30 @@ async def seed(stores: Stores, workflow: Path, llm: LLMSettings) -> Runtime:
     return runtime
 
 
-async def settled(durable_url: str, instance_id: str, quiet_s: float = 1.0) -> None:
-    """Wait until a waiting instance has recorded its last step before blocking (its step count
-    stays the same for ``quiet_s``), so counts taken now are what an erasure will find."""
+async def settled(durable_url: str, instance_id: str, timeout_s: float = 180.0) -> None:
+    """Wait until a waiting instance is blocked in its receive, so counts taken now are what an
+    erasure will find: its last recorded operations are the ``xflow.receive`` marker (written with
+    the pending history) and, two numbers on, the timeout ``DBOS.recv`` records right before it
+    blocks (the number between is the receive itself, recorded only when a message comes;
+    ``engine/durable/port.py`` ``wait_event``). A state, not a quiet period: a loaded machine
+    can hold the instance's last writes back for longer than any quiet period."""
     from sqlalchemy import create_engine, text
+
+    from xflow_runtime.engine.durable.replay import DBOS_SLEEP, RECEIVE, parse_call_name
 
     engine = create_engine(durable_url)
     table = "operation_outputs" if engine.dialect.name == "sqlite" else "dbos.operation_outputs"
 
-    def steps() -> int:
+    def blocked() -> bool:
         with engine.connect() as connection:
-            return connection.execute(text(f"SELECT count(*) FROM {table} WHERE workflow_uuid = :id"),
-                                      {"id": instance_id}).scalar_one()
+            steps: dict[int, str] = {row.function_id: row.function_name for row in connection.execute(text(
+                f"SELECT function_id, function_name FROM {table} WHERE workflow_uuid = :id"), {"id": instance_id})}
+        last = max(steps, default=0)
+        marker = parse_call_name(steps.get(last - 2, ""))
+        return (steps.get(last) == DBOS_SLEEP and last - 1 not in steps
+                and marker is not None and marker[0].startswith(RECEIVE))
     try:
-        last, stable_since = -1, 0.0
-        loop = asyncio.get_running_loop()
-        for _ in range(2400):
-            count = await asyncio.to_thread(steps)
-            if count != last:
-                last, stable_since = count, loop.time()
-            elif loop.time() - stable_since >= quiet_s:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"instance {instance_id} kept recording steps")
+        await eventually(lambda: asyncio.to_thread(blocked), timeout_s)
     finally:
         engine.dispose()
 

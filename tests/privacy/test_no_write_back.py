@@ -65,6 +65,50 @@ async def test_a_durable_step_in_flight_during_the_erasure_writes_nothing_back(s
     assert again.total == 0
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
+async def test_an_instance_whose_start_races_the_erasure_keeps_nothing(postgres_database_url: str,
+                                                                       tmp_path: Path) -> None:
+    """The start read the user's epoch, then waits to store the instance (a lock on DBOS's status
+    table; its insert is seen waiting in ``pg_stat_activity``) while the erasure looks for the
+    user's instances and finds none. Once stored, the instance is deleted and the start raises."""
+    from sqlalchemy import create_engine, text
+
+    from tests.support.postgres import insert_waits_for_a_lock
+    from xflow_runtime.storage.database import open_database
+
+    url = postgres_database_url
+    open_database(locate(url).memory_url).dispose()  # a memory store: the user's epoch is kept there
+    workflow = tmp_path / "slow.yaml"
+    workflow.write_text(SLOW_STEP)
+    sql = create_engine(url)
+
+    def start_waits_for_the_lock() -> bool:
+        return insert_waits_for_a_lock(sql, "dbos.workflow_status")
+    try:
+        async with Runtime("durable", database_url=url, functions={"slow": lambda said: {"echo": said}}) as runtime:
+            plan = runtime.load(workflow)
+            await (await runtime.start(plan, {"said": "hi"}, instance_id="other", tenant=TENANT,
+                                       user="u-keep-2")).result(timeout=120)
+            with sql.connect() as holder, holder.begin():  # inserts wait, reads do not
+                holder.execute(text("LOCK TABLE dbos.workflow_status IN EXCLUSIVE MODE"))
+                start = asyncio.ensure_future(runtime.start(plan, {"said": PHRASE}, instance_id="racing",
+                                                            tenant=TENANT, user=ERASED))
+                for _ in range(2400):
+                    if start.done() or await asyncio.to_thread(start_waits_for_the_lock):
+                        break
+                    await asyncio.sleep(0.05)
+                assert not start.done() and await asyncio.to_thread(start_waits_for_the_lock), "the start never waited"
+                receipt = await erase_user(ERASED, tenant=TENANT, database_url=url)
+            assert receipt.store("durable").total == 0 and receipt.erasure_epoch == 1  # it found nothing
+            with pytest.raises(SubjectErased, match="erased while instance 'racing' started"):
+                await start
+        assert traces(url, [PHRASE, ERASED]) == {}
+        assert (await erase_user(ERASED, tenant=TENANT, database_url=url)).total == 0
+    finally:
+        sql.dispose()
+
+
 AGENT = agent_workflow("waiting-agent")
 
 

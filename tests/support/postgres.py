@@ -68,3 +68,15 @@ def postgres_database_url(postgres_server: Any) -> Iterator[str]:
         yield _database_url(postgres_server, name)
     finally:
         _admin_execute(postgres_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def insert_waits_for_a_lock(engine: Any, table: str) -> bool:
+    """Whether an ``INSERT INTO <table>`` (schema-qualified, as the writer sends it) is waiting for
+    a lock in ``engine``'s database: how a test knows that a writer it holds back with a table lock
+    has reached that insert (``pg_stat_activity``), with no sleep."""
+    from sqlalchemy import text
+
+    with engine.connect() as connection:
+        return connection.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
+            "AND query LIKE :insert"), {"insert": f"INSERT INTO {table} %"}).scalar_one() > 0

@@ -46,6 +46,10 @@ class Backend(Protocol):
 
     async def describe(self, instance_id: str) -> dict[str, Any]: ...
 
+    async def forget(self, instance_id: str) -> None:
+        """Stop the instance and keep nothing of it (its start raced an erasure of its user)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -97,6 +101,11 @@ class InProcessBackend:
         if instance_id not in self._local:
             raise XFlowError("cannot show an instance: the in-process engine keeps no records")
         return self._local[instance_id].describe()
+
+    async def forget(self, instance_id: str) -> None:
+        instance = self._local.pop(instance_id, None)
+        if instance is not None:
+            instance.cancel()
 
     async def close(self) -> None:
         for instance in list(self._local.values()):
@@ -154,6 +163,19 @@ class DurableBackend:
     async def describe(self, instance_id: str) -> dict[str, Any]:
         status = await self._known(instance_id)
         return execution.describe_durable(status, await self.engine.history(instance_id))
+
+    async def forget(self, instance_id: str) -> None:
+        """Cancel the instance and delete every row of it, as an erasure does (imports DBOS's
+        client: only a start that raced an erasure gets here)."""
+        import asyncio
+
+        from xflow_runtime.engine.durable.subjects import DurableSubjects
+
+        store = DurableSubjects(self.engine.database_url)
+        try:
+            await asyncio.to_thread(store.erase_instance, instance_id)
+        finally:
+            store.close()
 
     async def close(self) -> None:
         """Nothing here: the runtime stops the instances and shuts DBOS down (it owns the engine's

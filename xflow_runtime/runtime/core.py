@@ -258,6 +258,7 @@ class Runtime:
         await self._backend.start(plan, data, instance_id, identity, ref=self._refs.get(id(plan)), subflows=subflows,
                                   subflow_refs=[self._refs[id(p)] for p in subflows if p is not plan and id(p) in self._refs],
                                   labels=labels or {})
+        await self._services.keep_unless_erased(identity, instance_id, self._backend.forget)
         return InstanceHandle(self, instance_id)
 
     @property

@@ -12,7 +12,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 from xflow_runtime.engine.durable.names import PARKED_STATUS, parked_error
 from xflow_runtime.errors import XFlowError
@@ -125,6 +125,21 @@ class Services:
         if user and self.chat_memory is not None:
             epoch = await self.chat_memory.erasure_epoch(tenant, user)
         return Identity(tenant=tenant, user=user, erasure_epoch=epoch)
+
+    async def keep_unless_erased(self, identity: Identity, instance_id: str,
+                                 forget: Callable[[str], Awaitable[None]]) -> None:
+        """Called once an instance is stored. Its identity read the user's epoch before: an erasure
+        in between may have looked for the user's instances before this one existed. Then the
+        instance is ``forget``-ed (stopped, every row deleted) and :class:`SubjectErased` raised."""
+        if identity.erasure_epoch is None or not identity.user or self.chat_memory is None:
+            return
+        if await self.chat_memory.erasure_epoch(identity.tenant, identity.user) == identity.erasure_epoch:
+            return
+        from xflow_runtime.privacy.subject import SubjectErased
+
+        await forget(instance_id)
+        raise SubjectErased(f"user {identity.user!r} of tenant {identity.tenant!r} was erased while instance "
+                            f"{instance_id!r} started: nothing of it is kept")
 
     def function_context(self, plan: "WorkflowPlan") -> Any:
         context = self._function_contexts.get(id(plan))

@@ -15,6 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from xflow_runtime.privacy.subject import SubjectErased
+
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:xflow:problem:"
 _log = logging.getLogger("xflow_runtime.service")
@@ -112,6 +114,10 @@ def install_problem_handlers(app: FastAPI) -> None:
             problem.detail = f"{request.method} is not allowed on {request.url.path}"
         return problem_response(problem, request.scope.get("xflow.request_id"))
 
+    async def on_erased(request: Request, error: Exception) -> Response:
+        # the caller's user was erased during the request (an instance whose start raced it)
+        return problem_response(Problem("forbidden", "the user was erased"), request.scope.get("xflow.request_id"))
+
     async def on_error(request: Request, error: Exception) -> Response:
         request_id = request.scope.get("xflow.request_id")
         _log.error("request %s failed: %s", request_id, type(error).__name__, exc_info=error)
@@ -121,4 +127,5 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Problem, on_problem)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(SubjectErased, on_erased)
     app.add_exception_handler(Exception, on_error)

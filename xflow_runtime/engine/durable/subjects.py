@@ -132,7 +132,17 @@ class DurableSubjects:
         """Cancel the user's unfinished instances, delete every row of all of them; return the
         rows deleted per table and the ids cancelled. Raises :class:`DurableErasureFailed` when
         a row is left (a second call retries)."""
-        found = self.instances(tenant, user)
+        return self._erase_found(self.instances(tenant, user))
+
+    def erase_instance(self, instance_id: str) -> tuple[dict[str, int], list[str]]:
+        """:meth:`erase` for one instance, by id (one whose start raced an erasure of its user)."""
+        with self._sql().connect() as connection:
+            rows = connection.execute(text(
+                f"SELECT workflow_uuid, status FROM {self._table('workflow_status')} WHERE workflow_uuid = :id"),
+                {"id": instance_id}).all()
+        return self._erase_found([(row.workflow_uuid, row.status) for row in rows])
+
+    def _erase_found(self, found: list[tuple[str, str]]) -> tuple[dict[str, int], list[str]]:
         found += self.operations_about([instance_id for instance_id, _ in found])
         ids = [instance_id for instance_id, _ in found]
         cancelled = [instance_id for instance_id, status in found if status not in _FINAL]
