@@ -5,7 +5,8 @@
     xflow memory memories create --agent A [--user U] --title T --content C [--tag X …]
     xflow memory memories update ID --agent A [--user U] [--title T] [--content C] [--tag X …]
     xflow memory memories delete ID --agent A [--user U]
-    xflow memory erase-user USER [--json]   # GDPR erasure in --tenant: memory and durable store; a receipt
+    xflow memory erase-user USER [--json] [--checkpoint-wait S]   # GDPR erasure in --tenant: memory and
+                                            # durable store; a receipt (exit 1 if a WAL keeps old copies)
     xflow memory export-user USER [--output FILE]   # everything stored about USER, one JSON document
     xflow memory consent USER --allow|--refuse|--unset|--show
 
@@ -65,6 +66,9 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
                                      "and the user's instances in the durable store")
     erase.add_argument("user", metavar="USER")
     erase.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    erase.add_argument("--checkpoint-wait", type=float, default=10.0, metavar="SECONDS",
+                       help="how long to wait for readers of a SQLite store's WAL, which keeps old copies of "
+                            "the deleted rows until it is checkpointed (past it: exit 1, run again; default 10)")
     erase.set_defaults(handler=_erase)
 
     export = commands.add_parser("export-user", parents=[common],
@@ -166,7 +170,8 @@ def _erase(args: argparse.Namespace) -> int:
     async def run() -> int:
         from xflow_runtime.privacy.erasure import erase_user
 
-        receipt = await erase_user(args.user, tenant=args.tenant, database_url=args.db)
+        receipt = await erase_user(args.user, tenant=args.tenant, database_url=args.db,
+                                   checkpoint_wait=args.checkpoint_wait)
         if args.json:
             print(json.dumps(receipt.to_dict(), sort_keys=True))
             return 0

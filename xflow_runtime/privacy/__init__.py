@@ -7,6 +7,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {"erase_user": "erasure", "UserErasureReceipt": "erasure", "StoreErasure": "erasure",
+            "ErasureIncomplete": "erasure",
             "export_user": "export", "SUBJECT_ATTRIBUTE": "subject", "subject_key": "subject"}
 
 

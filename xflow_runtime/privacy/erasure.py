@@ -15,6 +15,14 @@ uses. In order:
    are cancelled if unfinished, then every row of them is deleted
    (:mod:`xflow_runtime.engine.durable.subjects`).
 
+On SQLite, deleted rows' old page images stay in the ``-wal`` file until a checkpoint moves the
+WAL into the database file and truncates it; a reader with a transaction open holds that back.
+After both stores' rows are deleted, each store's WAL is checkpointed
+(:func:`~xflow_runtime.storage.database.checkpoint_wal`, waiting up to ``checkpoint_wait``
+seconds for readers) — on every run, also one that finds no rows left. If one does not complete,
+:class:`ErasureIncomplete` is raised: the rows are deleted, old copies remain in the named WAL
+files, and running the erasure again finishes the job.
+
 The receipt counts rows per store and table. Any failure raises (nothing reports success after
 a partial erasure); every step is idempotent, so running the erasure again completes it, and a
 second erasure of the same user deletes nothing (zeros).
@@ -29,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xflow_runtime.errors import XFlowError
-from xflow_runtime.settings import StoreLocations, locate, redact
+from xflow_runtime.settings import StoreLocations, locate, redact, sqlite_path
+from xflow_runtime.storage.database import CHECKPOINT_WAIT_S
 
 _log = logging.getLogger("xflow_runtime.privacy")
 StoreName = Literal["memory", "durable"]
@@ -73,25 +82,50 @@ class UserErasureReceipt:
                            for s in self.stores}}
 
 
+class ErasureIncomplete(XFlowError):
+    """The user's rows are deleted from every store, but old copies of them remain in SQLite WAL
+    files a reader still holds (``remains``): run the erasure again once readers finish. Never a
+    success: ``receipt`` counts what this run deleted, not what is gone."""
+
+    def __init__(self, receipt: UserErasureReceipt, remains: tuple[str, ...]) -> None:
+        self.receipt = receipt
+        self.remains = remains
+        super().__init__(f"erasure of user {receipt.user!r} incomplete: {receipt.total} rows deleted, but old "
+                         f"copies remain in {', '.join(remains)} until its readers finish; run the erasure again")
+
+
 def check_subject(tenant: str, user: str) -> None:
     if not isinstance(tenant, str) or not tenant or not isinstance(user, str) or not user:
         raise XFlowError("erasure and export need a non-empty tenant and user")
 
 
-async def erase_user(user: str, *, tenant: str = "default", database_url: str | None = None) -> UserErasureReceipt:
+async def erase_user(user: str, *, tenant: str = "default", database_url: str | None = None,
+                     checkpoint_wait: float = CHECKPOINT_WAIT_S) -> UserErasureReceipt:
     """Erase everything stored about ``user`` in ``tenant``, in the stores ``database_url`` (or
-    ``$XFLOW_DATABASE_URL``, or the default) names. Raises on any failure; retry to complete."""
+    ``$XFLOW_DATABASE_URL``, or the default) names. Raises on any failure; retry to complete.
+    ``checkpoint_wait``: seconds to wait for readers of a SQLite store's WAL, which holds old
+    copies of the deleted rows until it is checkpointed (past it: :class:`ErasureIncomplete`)."""
     check_subject(tenant, user)
-    return await asyncio.to_thread(_erase, locate(database_url), tenant, user)
+    return await asyncio.to_thread(_erase, locate(database_url), tenant, user, checkpoint_wait)
 
 
-def _erase(where: StoreLocations, tenant: str, user: str) -> UserErasureReceipt:
+def _erase(where: StoreLocations, tenant: str, user: str, wait_s: float) -> UserErasureReceipt:
     # the user's instances, read before anything is deleted: memory holds their human tasks
-    memory, epoch = _erase_memory(where.memory_url, tenant, user, _instance_ids(where.durable_url, tenant, user))
-    durable, cancelled = _erase_durable(where.durable_url, tenant, user)
+    memory, epoch, memory_wal = _erase_memory(where.memory_url, tenant, user,
+                                              _instance_ids(where.durable_url, tenant, user), wait_s)
+    durable, cancelled, durable_wal = _erase_durable(where.durable_url, tenant, user, wait_s)
     receipt = UserErasureReceipt(tenant, user, (memory, durable), tuple(cancelled), epoch)
+    remains = tuple(dict.fromkeys(wal for wal in (memory_wal, durable_wal) if wal))  # one file on PostgreSQL
+    if remains:
+        _log.warning("erasure of a user in tenant %r incomplete: old copies remain in %s", tenant, remains)
+        raise ErasureIncomplete(receipt, remains)
     _log.info("erased a user in tenant %r: %s", tenant, {s.store: dict(s.deleted) for s in receipt.stores})
     return receipt
+
+
+def _wal_file(url: str) -> str:
+    path = sqlite_path(url)
+    return f"{path}-wal" if path is not None else redact(url)
 
 
 def _instance_ids(url: str, tenant: str, user: str) -> list[str]:
@@ -104,34 +138,37 @@ def _instance_ids(url: str, tenant: str, user: str) -> list[str]:
         store.close()
 
 
-def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str]) -> tuple[StoreErasure, int | None]:
+def _erase_memory(url: str, tenant: str, user: str, instance_ids: list[str],
+                  wait_s: float) -> tuple[StoreErasure, int | None, str | None]:
+    """The memory store's part, and the WAL file still holding old copies (``None``: none)."""
     from xflow_runtime.memory.longterm import privacy, scope_index
-    from xflow_runtime.storage.database import open_existing_database, write_transaction
+    from xflow_runtime.storage.database import checkpoint_wal, open_existing_database, write_transaction
 
     engine = open_existing_database(url)
     location = redact(url)
     if engine is None:
-        return StoreErasure("memory", location, False), None
+        return StoreErasure("memory", location, False), None, None
     try:
         with write_transaction(engine) as connection:
             counts, epoch = privacy.erase(connection, tenant, user, instance_ids)
         scope_index.drop_for_user(engine, tenant, user)  # PostgreSQL: the user's own HNSW indexes
-        if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
-            with engine.connect() as connection:
-                connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpointed = checkpoint_wal(engine, wait_s=wait_s)  # old page images leave the WAL
     finally:
         engine.dispose()
-    return StoreErasure("memory", location, True, counts), epoch
+    return StoreErasure("memory", location, True, counts), epoch, None if checkpointed else _wal_file(url)
 
 
-def _erase_durable(url: str, tenant: str, user: str) -> tuple[StoreErasure, list[str]]:
+def _erase_durable(url: str, tenant: str, user: str,
+                   wait_s: float) -> tuple[StoreErasure, list[str], str | None]:
     from xflow_runtime.engine.durable.subjects import DurableSubjects
 
     store = DurableSubjects(url)
     try:
         if not store.present():
-            return StoreErasure("durable", store.display_url, False), []
+            return StoreErasure("durable", store.display_url, False), [], None
         counts, cancelled = store.erase(tenant, user)
+        checkpointed = store.checkpoint(wait_s)  # also when nothing was left: a rerun finishes the job
     finally:
         store.close()
-    return StoreErasure("durable", store.display_url, True, counts), cancelled
+    return (StoreErasure("durable", store.display_url, True, counts), cancelled,
+            None if checkpointed else store.wal_file)

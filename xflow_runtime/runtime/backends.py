@@ -8,6 +8,7 @@ durable engine by name (``Runtime._require_durable``).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from xflow_runtime.interpreter.services import Identity
     from xflow_runtime.plan.states import WorkflowPlan
     from xflow_runtime.runtime.handles import WorkflowRef
+
+_log = logging.getLogger("xflow_runtime.privacy")
 
 
 class Backend(Protocol):
@@ -174,6 +177,9 @@ class DurableBackend:
         store = DurableSubjects(self.engine.database_url)
         try:
             await asyncio.to_thread(store.erase_instance, instance_id)
+            if not await asyncio.to_thread(store.checkpoint):  # no receipt here: say it to the operator
+                _log.warning("an instance stored after its user's erasure was deleted; old copies remain "
+                             "in %s until its readers finish: run the user's erasure again", store.wal_file)
         finally:
             store.close()
 

@@ -45,6 +45,7 @@ PROBLEM_TYPES: dict[str, tuple[int, str]] = {
     "workflow-invalid": (422, "The workflow definition is not valid"),
     "internal": (500, "Internal server error"),
     "not-ready": (503, "The service is not ready"),
+    "erasure-incomplete": (503, "The erasure could not finish yet"),
     "reply-timeout": (504, "The instance did not answer in time"),
     "request-timeout": (504, "The request took too long"),
 }

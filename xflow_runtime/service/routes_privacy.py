@@ -15,10 +15,13 @@ from pydantic import BaseModel, ConfigDict
 from xflow_runtime.service.auth import current_principal
 from xflow_runtime.service.body import model_body
 from xflow_runtime.service.principal import Principal
+from xflow_runtime.service.problems import Problem
 from xflow_runtime.service.subjects import long_term_memory, required_user
 
 router = APIRouter(prefix="/v1", tags=["privacy"])
 ConsentValue = Literal["allowed", "refused", "unset"]
+#: seconds a caller waits before sending an incomplete erasure again (readers are short)
+ERASURE_RETRY_AFTER_S = 5
 _STORED: dict[ConsentValue, bool | None] = {"allowed": True, "refused": False, "unset": None}
 
 
@@ -52,11 +55,17 @@ async def put_consent(user: str, request: Request, principal: Principal = Depend
 
 @router.delete("/users/{user}", summary="Erase everything stored about an end user; answers the receipt")
 async def erase(user: str, request: Request, principal: Principal = Depends(current_principal)) -> Any:
-    from xflow_runtime.privacy import erase_user
+    from xflow_runtime.privacy.erasure import ErasureIncomplete, erase_user
 
     subject = required_user(principal, user)
-    receipt = await erase_user(subject, tenant=principal.tenant,
-                               database_url=request.app.state.xflow.runtime.database_url)
+    try:
+        receipt = await erase_user(subject, tenant=principal.tenant,
+                                   database_url=request.app.state.xflow.runtime.database_url)
+    except ErasureIncomplete as incomplete:  # rows gone, old copies still in a WAL: never a success
+        request.app.state.xflow.hub.forget_user(principal.tenant, subject)
+        raise Problem("erasure-incomplete", f"{incomplete.receipt.total} rows deleted, but old copies remain in the "
+                      "store's write-ahead log until its readers finish; send the erasure again",
+                      headers={"Retry-After": str(ERASURE_RETRY_AFTER_S)}) from None
     request.app.state.xflow.hub.forget_user(principal.tenant, subject)
     document = receipt.to_dict()
     for store in document["stores"].values():

@@ -21,6 +21,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from xflow_runtime.errors import XFlowError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
+#: How long :func:`checkpoint_wal` waits by default for readers of the WAL to finish.
+CHECKPOINT_WAIT_S = 10.0
 #: How long opening a SQLite file waits to switch it to WAL (see ``_configure_sqlite``).
 WAL_SWITCH_WAIT_S = 2.0
 _IMMEDIATE = "xflow_immediate"
@@ -155,6 +157,33 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         connection = connection.execution_options(**{_IMMEDIATE: True})
         with connection.begin():
             yield connection
+
+
+def checkpoint_wal(engine: Engine, *, wait_s: float = CHECKPOINT_WAIT_S) -> bool:
+    """Checkpoint a SQLite engine's WAL into the database file and truncate it to zero bytes;
+    whether that completed. Old page images (deleted rows' text) stay in the ``-wal`` file until
+    then. ``PRAGMA wal_checkpoint(TRUNCATE)`` waits (the busy handler, here ``wait_s``) for readers
+    still using the WAL, then answers ``(busy, log, checkpointed)`` without raising: ``busy`` 1
+    means a reader or writer held it past the wait and the WAL still holds what it held. Completed:
+    ``busy`` 0 and the log emptied (``log`` 0), or the file is not in WAL mode (``log`` -1, no WAL).
+    Other databases have no such file: ``True``."""
+    if engine.dialect.name != "sqlite":
+        return True
+    # the DB-API connection, outside any transaction (a transaction of our own would be a reader)
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+            try:
+                busy, log, _checkpointed = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:  # the pooled connection goes back with the engine's own timeout
+                cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        finally:
+            cursor.close()
+    finally:
+        raw.close()
+    return bool(busy == 0 and log in (0, -1))
 
 
 def error_without_data(error: BaseException) -> str:

@@ -26,7 +26,7 @@ from xflow_runtime.engine.durable.names import HISTORY_STREAM, WAKE_WORKFLOW_NAM
 from xflow_runtime.engine.serializer import SERIALIZER, refuse_pickle
 from xflow_runtime.privacy.subject import SUBJECT_ATTRIBUTE, subject_key
 from xflow_runtime.settings import sqlite_path
-from xflow_runtime.storage.database import create_database_engine, write_transaction
+from xflow_runtime.storage.database import CHECKPOINT_WAIT_S, checkpoint_wal, create_database_engine, write_transaction
 
 #: (table, column naming the instance): every DBOS system table that holds an instance's data,
 #: children before ``workflow_status`` (the others reference it or are swept by its absence).
@@ -131,7 +131,8 @@ class DurableSubjects:
     def erase(self, tenant: str, user: str) -> tuple[dict[str, int], list[str]]:
         """Cancel the user's unfinished instances, delete every row of all of them; return the
         rows deleted per table and the ids cancelled. Raises :class:`DurableErasureFailed` when
-        a row is left (a second call retries)."""
+        a row is left (a second call retries). On SQLite the deleted text stays in the WAL until
+        :meth:`checkpoint` completes: the caller runs it and reads its answer."""
         return self._erase_found(self.instances(tenant, user))
 
     def erase_instance(self, instance_id: str) -> tuple[dict[str, int], list[str]]:
@@ -180,10 +181,20 @@ class DurableSubjects:
                 counts[table] = connection.execute(
                     text(f"DELETE FROM {self._table(table)} WHERE {column} IN :ids").bindparams(_ids()),
                     {"ids": ids}).rowcount or 0
-        if engine.dialect.name == "sqlite":  # old page images in the WAL go with a checkpoint
-            with engine.connect() as connection:
-                connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         return counts
+
+    def checkpoint(self, wait_s: float = CHECKPOINT_WAIT_S) -> bool:
+        """Move a SQLite store's WAL into its file and empty it, waiting up to ``wait_s`` for
+        readers: the deleted rows' old page images live there until then. Whether it completed
+        (:func:`~xflow_runtime.storage.database.checkpoint_wal`; always, even when this erasure
+        found nothing: a rerun after an incomplete one must finish the job)."""
+        return checkpoint_wal(self._sql(), wait_s=wait_s)
+
+    @property
+    def wal_file(self) -> str:
+        """Where the old page images of a SQLite store wait for a checkpoint (for messages)."""
+        path = sqlite_path(self.url)
+        return f"{path}-wal" if path is not None else self.display_url
 
     def _sql(self) -> Engine:
         if self._engine is None:
