@@ -68,7 +68,7 @@ PUBLIC: dict[str, set[str]] = {
         'register_state_compiler',
     },
     "xflow_runtime.privacy": {
-        'SUBJECT_ATTRIBUTE', 'StoreErasure', 'UserErasureReceipt', 'erase_user', 'export_user',
+        'ErasureIncomplete', 'SUBJECT_ATTRIBUTE', 'StoreErasure', 'UserErasureReceipt', 'erase_user', 'export_user',
         'subject_key',
     },
     "xflow_runtime.runtime": {

@@ -128,3 +128,28 @@ def test_an_erasure_over_http_answers_the_receipt_and_leaves_no_trace(client, mo
     again = client.delete(f"/v1/users/{ERASED}", headers=bearer(jwt_token(TENANT, "ops", role="service"))).json()
     assert again["cancelled_instances"] == [] and not any(
         n for store in again["stores"].values() for n in store["deleted"].values())
+
+
+def test_an_erasure_a_reader_holds_back_is_a_503_problem_and_a_retry_finishes_it(client, db_url) -> None:
+    from tests.privacy.test_wal_readers import Reader
+
+    user = "u-erase-busy-4"
+    assert start(client, user, f"please remember {PHRASE}")["status"] == "completed"
+    memory_file = Path(locate(db_url).memory_url.removeprefix("sqlite:///"))
+    reader = Reader([memory_file])  # another process reads the memory store past the erasure's wait
+    try:
+        answer = client.delete(f"/v1/users/{user}", headers=as_user(user), timeout=120)
+        assert answer.status_code == 503, answer.text  # never a 500, never a receipt
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        problem = answer.json()
+        assert problem["type"] == "urn:xflow:problem:erasure-incomplete"
+        assert "rows deleted" in problem["detail"] and "send the erasure again" in problem["detail"]
+        assert str(memory_file.parent) not in answer.text  # where the store is: the operator's business
+        assert int(answer.headers["Retry-After"]) > 0
+    finally:
+        if reader.process.poll() is None:
+            reader.end()
+        reader.kill()
+    again = client.delete(f"/v1/users/{user}", headers=as_user(user))
+    assert again.status_code == 200, again.text
+    assert traces(locate(db_url).memory_url, [user]) == {}
