@@ -1,7 +1,7 @@
-"""Opening and checkpointing SQLite files other connections hold. Erasure and export open the
-durable store while the process that owns it runs: a SQLite file DBOS keeps in its rollback-journal mode, with a connection holding a transaction open. Opening it
-must not try to switch it to WAL (which needs the file alone and fails with 'database is locked'
-at once, whatever the busy timeout)."""
+"""Opening and checkpointing SQLite files other connections hold. Erasure and export open the durable
+store while the process that owns it runs: a SQLite file DBOS keeps in its rollback-journal mode,
+with a connection holding a transaction open. Opening it must not try to switch it to WAL (which
+needs the file alone and fails with 'database is locked' at once, whatever the busy timeout)."""
 
 from __future__ import annotations
 
