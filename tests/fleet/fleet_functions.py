@@ -31,11 +31,14 @@ def _execute(statement: str, parameters: tuple) -> tuple | None:  # type: ignore
             time.sleep(0.2)
 
 
-def record(instance: str, label: str, n: int, pause: float = 0.02) -> dict:
+def record(instance: str, label: str, n: int, pause: float = 0.02, until: str | None = None) -> dict:
+    """``until``: a file the step waits for (after its row is written: the step is in flight)."""
     if os.environ.get("FLEET_TEST_DB"):
         row = _execute("INSERT INTO fleet_invocations (instance, label, pid) VALUES (%s, %s, %s) RETURNING id",
                        (instance, label, os.getpid()))
         assert row is not None
+        while until and not os.path.exists(until):
+            time.sleep(0.02)
         time.sleep(pause)
         _execute("UPDATE fleet_invocations SET ended = clock_timestamp() WHERE id = %s RETURNING id", (row[0],))
     else:

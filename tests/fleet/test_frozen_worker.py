@@ -23,7 +23,11 @@ from xflow_runtime.runtime import Runtime
 pytestmark = pytest.mark.postgres
 
 STEPS = "abcdef"
-CHAIN = """
+
+
+def chain(gate: Path | None = None) -> str:
+    """The chain of steps; with ``gate``, its first step waits for that file to exist."""
+    return """
 id: chain
 version: '1.0'
 specVersion: '0.8'
@@ -38,11 +42,17 @@ states:
     actions:
       - functionRef:
           refName: record
-          arguments: {{instance: '${{ $WORKFLOW.instanceId }}', label: {label}, n: 1, pause: 0.2}}
+          arguments: {{instance: '${{ $WORKFLOW.instanceId }}', label: {label}, n: 1, pause: 0.2{_until(gate) if label == STEPS[0] else ''}}}
         actionDataFilter: {{toStateData: '${{ .{label} }}'}}
     {'end: true' if label == STEPS[-1] else f'transition: {STEPS[STEPS.index(label) + 1]}'}
 """ for label in STEPS)
 
+
+def _until(gate: Path | None) -> str:
+    return "" if gate is None else f", until: '{gate}'"
+
+
+CHAIN = chain()
 DEAD_AFTER = 5.0
 
 
@@ -150,14 +160,16 @@ async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
     for as long as the freeze: no takeover at all (specs/deployment.md §3)."""
     url = postgres_database_url
     fleet_table(url)
-    (tmp_path / "chain.yaml").write_text(CHAIN)
+    gate = tmp_path / "gate"  # the first steps wait for it: the victim still holds work when it freezes
+    (tmp_path / "chain.yaml").write_text(chain(gate))
     async with Runtime("durable", database_url=url, fleet=FleetOptions(run_instances=False)) as runtime:
         plan = runtime.load(tmp_path / "chain.yaml")
         armed = tmp_path / "armed"
-        victim, other = await asyncio.gather(
-            asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER,
-                              env={"XFLOW_FREEZE_AT": point, "XFLOW_FAILPOINTS_ARMED": str(armed)}),
-            asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER))
+        # the victim first: its instances wait at the gate, so the other (started once the victim
+        # holds some) cannot have claimed them all
+        victim = await asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER,
+                                         env={"XFLOW_FREEZE_AT": point, "XFLOW_FAILPOINTS_ARMED": str(armed)})
+        other = victim
         try:
             ids = [f"locked-{k}" for k in range(40)]
             for instance_id in ids:
@@ -166,6 +178,7 @@ async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
                 if [row for row in await asyncio.to_thread(invocations, url) if row[2] == victim.pid and row[4] is None]:
                     break
                 await asyncio.sleep(0.02)
+            other = await asyncio.to_thread(start_worker, url, "--concurrency", "10", dead_after=DEAD_AFTER)
             armed.touch()  # steps in flight: it freezes the next time it reaches the point
             for _ in range(3000):
                 if stopped(victim.pid):
@@ -183,8 +196,12 @@ async def test_a_worker_frozen_holding_a_fleet_lock_is_declared_dead_and_fenced(
             held = await asyncio.to_thread(_holds_lock, url, point, victim.executor_id)
             assert state in ("dead", "recovered") and not held, (state, held)
             assert stopped(victim.pid)
+            gate.touch()
             results = await _thaw(victim, runtime, ids)
         finally:
+            gate.touch()
             _stop([victim, other])
     rows = await _check_after_thaw(url, results, victim.pid, frozen_at)
-    assert any(row[2] == other.pid for row in rows)
+    held_by_victim = {row[0] for row in rows if row[2] == victim.pid}
+    taken_over = {row[0] for row in rows if row[2] == other.pid and row[0] in held_by_victim}
+    assert held_by_victim and taken_over == held_by_victim  # every instance it held finished on the other
