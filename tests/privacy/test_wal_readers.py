@@ -20,6 +20,7 @@ from tests.privacy.scan import traces
 from tests.privacy.test_erasure_reaches_every_store import encoded_forms
 from xflow_runtime import erase_user
 from xflow_runtime.cli.main import main
+from xflow_runtime.memory.longterm import LongTermMemory, MemoryScope
 from xflow_runtime.privacy.erasure import ErasureIncomplete
 
 pytestmark = pytest.mark.slow
@@ -180,3 +181,26 @@ async def _cli(argv: list[str]) -> int:
     import asyncio
 
     return await asyncio.to_thread(main, argv)  # the CLI runs its own event loop
+
+
+async def test_the_memory_stores_own_erasure_does_not_say_erased_while_the_wal_holds_the_user(
+        tmp_path: Path) -> None:
+    """``LongTermMemory.erase_user`` (one memory store, the embedder's API) checkpoints too: with a
+    reader holding the WAL past the wait it raises, naming the WAL; run again once the reader is
+    gone, it finishes and no byte of the file or its WAL holds the user's words."""
+    path = tmp_path / "memory.sqlite"
+    wal = path.with_name(path.name + "-wal")
+    async with LongTermMemory.open(f"sqlite:///{path}") as memory:
+        await memory.create(MemoryScope(TENANT, "support", ERASED), "note", f"{PHRASE} in a memory")
+        reader = Reader([path])
+        try:
+            with pytest.raises(ErasureIncomplete) as incomplete:
+                await memory.erase_user(TENANT, ERASED, checkpoint_wait=0.3)
+            assert incomplete.value.remains == (str(wal),) and incomplete.value.receipt.total >= 1
+            assert PHRASE.encode() in wal.read_bytes()  # what the error says is true
+            reader.end()
+        finally:
+            reader.kill()
+        again = await memory.erase_user(TENANT, ERASED, checkpoint_wait=0.3)
+    assert again.total == 0
+    assert not [file for file in (path, wal) if file.exists() and PHRASE.encode() in file.read_bytes()]

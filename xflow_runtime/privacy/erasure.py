@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xflow_runtime.errors import XFlowError
+from xflow_runtime.privacy.subject import ErasureIncomplete
 from xflow_runtime.settings import StoreLocations, locate, redact, sqlite_path
 from xflow_runtime.storage.database import CHECKPOINT_WAIT_S
 
@@ -80,18 +81,6 @@ class UserErasureReceipt:
                 "cancelled_instances": list(self.cancelled_instances),
                 "stores": {s.store: {"location": s.location, "present": s.present, "deleted": dict(s.deleted)}
                            for s in self.stores}}
-
-
-class ErasureIncomplete(XFlowError):
-    """The user's rows are deleted from every store, but old copies of them remain in SQLite WAL
-    files a reader still holds (``remains``): run the erasure again once readers finish. Never a
-    success: ``receipt`` counts what this run deleted, not what is gone."""
-
-    def __init__(self, receipt: UserErasureReceipt, remains: tuple[str, ...]) -> None:
-        self.receipt = receipt
-        self.remains = remains
-        super().__init__(f"erasure of user {receipt.user!r} incomplete: {receipt.total} rows deleted, but old "
-                         f"copies remain in {', '.join(remains)} until its readers finish; run the erasure again")
 
 
 def check_subject(tenant: str, user: str) -> None:

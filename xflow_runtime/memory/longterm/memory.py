@@ -42,7 +42,8 @@ from xflow_runtime.memory.longterm.scope import MemoryScope
 from xflow_runtime.memory.longterm.search import HybridSearch
 from xflow_runtime.memory.longterm.tools import (TOOL_NAMES, TOOL_SCHEMAS, ToolArgumentError, delete_args,
                                                  search_args, write_args)
-from xflow_runtime.storage.database import open_database, write_transaction
+from xflow_runtime.privacy.subject import ErasureIncomplete
+from xflow_runtime.storage.database import CHECKPOINT_WAIT_S, checkpoint_wal, open_database, write_transaction
 
 _log = logging.getLogger("xflow_runtime.memory.longterm")
 _ALL_KINDS: tuple[MemoryKind, ...] = ("memory", "fact")
@@ -357,18 +358,25 @@ class LongTermMemory:
         _check_user(tenant, user)
         return (await asyncio.to_thread(self._read, lambda c: privacy.read_subject(c, tenant, user)))[0]
 
-    async def erase_user(self, tenant: str, user: str) -> ErasureReceipt:
+    async def erase_user(self, tenant: str, user: str, *, checkpoint_wait: float = CHECKPOINT_WAIT_S) -> ErasureReceipt:
         """Erasure of a user in this memory store only, across every agent: chats, messages,
         memories, facts, embeddings, extraction jobs. Idempotent; in-flight extraction cannot
         write back. GDPR erasure of everything (the durable store too) is
-        :func:`xflow_runtime.erase_user`."""
+        :func:`xflow_runtime.erase_user`. On SQLite the deleted rows' old page images leave the
+        WAL file with a checkpoint, which waits ``checkpoint_wait`` seconds for its readers; past
+        that, :class:`~xflow_runtime.privacy.ErasureIncomplete` (rows deleted, copies left in the
+        WAL: run it again)."""
         _check_user(tenant, user)
         counts, epoch = await asyncio.to_thread(self._write, lambda c: privacy.erase(c, tenant, user))
         # the user's own HNSW indexes (their predicate names the user), once the rows are gone
         await asyncio.to_thread(scope_index.drop_for_user, self.engine, tenant, user)
         search_pg.forget_statements()  # (the cached texts of indexed scopes' searches name their users)
+        receipt = ErasureReceipt(tenant, user, counts, epoch)
+        if not await asyncio.to_thread(checkpoint_wal, self.engine, wait_s=checkpoint_wait):
+            _log.warning("erasure of a user in tenant %r incomplete: old copies remain in the WAL", tenant)
+            raise ErasureIncomplete(receipt, (f"{self.engine.url.database}-wal",))
         _log.info("erased a user in tenant %r: %s", tenant, counts)
-        return ErasureReceipt(tenant, user, counts, epoch)
+        return receipt
 
 
 def _check_user(tenant: str, user: str) -> None:
