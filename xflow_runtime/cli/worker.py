@@ -15,9 +15,13 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xflow_runtime.errors import XFlowError
+
+if TYPE_CHECKING:
+    from xflow_runtime.engine.index_schedule import IndexSchedule
+    from xflow_runtime.runtime import Runtime
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -63,7 +67,7 @@ def add_index_scopes_options(parser: argparse.ArgumentParser) -> None:
                              "LongTermOptions.keyword_index_threshold)")
 
 
-def index_schedule(args: argparse.Namespace) -> Any:
+def index_schedule(args: argparse.Namespace) -> "IndexSchedule":
     """The :class:`~xflow_runtime.engine.index_schedule.IndexSchedule` of the options (checked:
     a bad value stops the process before it starts)."""
     from xflow_runtime.engine.index_schedule import IndexSchedule, parse_every
@@ -85,7 +89,7 @@ def index_schedule_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-async def apply_index_schedule(runtime: Any, settings: Any) -> None:
+async def apply_index_schedule(runtime: "Runtime", settings: "IndexSchedule") -> None:
     """After the runtime opened: the fleet's index-scopes schedule (memory on PostgreSQL only)."""
     from xflow_runtime.engine import index_schedule as schedule
 
