@@ -5,7 +5,7 @@ A DBOS schedule named :data:`SCHEDULE` (outside the ``xflow:`` prefix of ``start
 :func:`~xflow_runtime.engine.schedules.apply` prunes) fires in every process; its tick's workflow id
 comes from its time, so each tick runs once fleet-wide. The tick runs on a queue of its own
 (:data:`QUEUE`, one tick at a time per process), never on the instance queue, so it takes no slot
-of ``--concurrency``; the build itself runs in a daemon thread of its own (minutes at 100,000
+of ``--concurrency``; the build itself runs on a daemon thread (``functions.daemon_workers``: minutes at 100,000
 rows), not on DBOS's executor nor the loop. :func:`~xflow_runtime.memory.longterm.scope_index.maintain`
 takes a session advisory lock on the memory database, so two ticks that overlap (a build longer
 than the period) do not both build: the second returns ``busy``.
@@ -24,17 +24,16 @@ than the period) do not both build: the second returns ``busy``.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import re
-import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dbos import DBOS
 
 from xflow_runtime.engine.schedules import ScheduleError, interval_cron, parse_time, should_run
+from xflow_runtime.functions.daemon_workers import WORKERS
 from xflow_runtime.storage.database import error_without_data
 
 log = logging.getLogger("xflow.index_scopes")
@@ -127,8 +126,8 @@ async def _maintain(context: dict[str, Any]) -> dict[str, Any]:
     if url is None:  # a process that dequeued the tick without running work (xflow run --db …)
         return {"skipped": "no memory store configured in this process"}
     try:
-        done = await _in_daemon_thread(lambda: run_once(url, int(context["threshold"]),
-                                                        int(context["keyword_threshold"])))
+        done: dict[str, Any] = await WORKERS.submit(
+            lambda: run_once(url, int(context["threshold"]), int(context["keyword_threshold"])), "index-scopes").outcome
     except Exception as error:  # noqa: BLE001 - logged once; the next tick runs it again
         log.warning("scope index maintenance failed (retried at the next tick): %s", error_without_data(error))
         return {"error": error_without_data(error)}
@@ -160,31 +159,3 @@ def run_once(url: str, threshold: int, keyword_threshold: int) -> dict[str, Any]
     if not exists:
         return {"built": [], "dropped": [], "kept": [], "planned": [], "failed": [], "busy": False}
     return scope_index.maintain(engine, threshold, keyword_threshold=keyword_threshold).as_dict()
-
-
-async def _in_daemon_thread(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``call()`` in a daemon thread of its own: a build of minutes holds no thread of DBOS's
-    executor, and a process that exits does not wait for it."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[dict[str, Any]] = loop.create_future()
-
-    def run() -> None:
-        try:
-            outcome = call()
-        except BaseException as error:  # noqa: BLE001 - handed to the awaiting tick
-            loop.call_soon_threadsafe(_settle, future, None, error)
-        else:
-            loop.call_soon_threadsafe(_settle, future, outcome, None)
-
-    threading.Thread(target=run, name="xflow-index-scopes", daemon=True).start()
-    return await future
-
-
-def _settle(future: "asyncio.Future[dict[str, Any]]", outcome: dict[str, Any] | None,
-            error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(outcome or {})
