@@ -40,17 +40,23 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     scopes = commands.add_parser("index-scopes", parents=[common],
                                  help="build the own HNSW index of every large scope (PostgreSQL; workers also "
                                       "run it every 10 minutes: xflow worker --index-scopes-every)")
-    scopes.add_argument("--threshold", type=int, default=None, metavar="N",
-                        help="vectors in a scope above which it gets its own index (default: "
-                             "LongTermOptions.scope_index_threshold)")
-    scopes.add_argument("--keyword-threshold", type=int, default=None, metavar="N",
-                        help="rows of a user above which it also gets its own keyword index (default: "
-                             "LongTermOptions.keyword_index_threshold)")
+    add_threshold_options(scopes)
     scopes.add_argument("--dry-run", action="store_true", help="say what would be built or dropped")
     scopes.add_argument("--maintenance-work-mem", default=None, metavar="SIZE",
                         help="PostgreSQL maintenance_work_mem for the builds (e.g. 1GB: faster)")
     scopes.add_argument("--json", action="store_true", help="print the report as JSON")
     scopes.set_defaults(handler=_index_scopes)
+
+
+def add_threshold_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--{prefix}threshold`` and ``--{prefix}keyword-threshold``: when a scope gets its own
+    indexes (here; ``index-scopes-`` on the commands that run it on a schedule)."""
+    parser.add_argument(f"--{prefix}threshold", type=int, default=None, metavar="N",
+                        help="vectors in a scope above which it gets its own index (default: "
+                             "LongTermOptions.scope_index_threshold)")
+    parser.add_argument(f"--{prefix}keyword-threshold", type=int, default=None, metavar="N",
+                        help="rows of a user above which it also gets its own keyword index (default: "
+                             "LongTermOptions.keyword_index_threshold)")
 
 
 def _index_scopes(args: argparse.Namespace) -> int:

@@ -59,12 +59,9 @@ def add_index_scopes_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-scopes-every", metavar="PERIOD", default="10m",
                         help="build the own indexes of large memory scopes this often (10m default, 30s, 1h; "
                              "0: never; PostgreSQL memory only)")
-    parser.add_argument("--index-scopes-threshold", type=int, default=None, metavar="N",
-                        help="vectors in a scope above which it gets its own index (default: "
-                             "LongTermOptions.scope_index_threshold)")
-    parser.add_argument("--index-scopes-keyword-threshold", type=int, default=None, metavar="N",
-                        help="rows of a user above which it gets its own keyword index (default: "
-                             "LongTermOptions.keyword_index_threshold)")
+    from xflow_runtime.cli.memory_reindex import add_threshold_options
+
+    add_threshold_options(parser, prefix="index-scopes-")
 
 
 def index_schedule(args: argparse.Namespace) -> "IndexSchedule":
