@@ -121,12 +121,15 @@ def test_a_build_cut_short_by_a_killed_worker_is_built_again_by_the_fleet(postgr
         writer.close()
         worker.kill()
     again = start_worker(url, *SCHEDULED)
-    try:
-        _wait(lambda: _scope_indexes(url) == dict.fromkeys(_names("big"), True))
+
+    def rebuilt() -> bool:  # a tick recorded as done that dropped the invalid index, then built
+        return any(set(_step(t[2])["dropped"]) & set(left) for t in _ticks(url) if t[0] == "SUCCESS" and _built(t[2]))
+
+    try:  # (the indexes turn valid before the tick that built them is recorded: wait for the record)
+        _wait(lambda: _scope_indexes(url) == dict.fromkeys(_names("big"), True) and rebuilt())
     finally:
         assert again.terminate() == 0
-    rebuilt = [t for t in _ticks(url) if t[0] == "SUCCESS" and _built(t[2])]
-    assert any(set(_step(t[2])["dropped"]) & set(left) for t in rebuilt)  # the invalid one dropped, then built
+    assert rebuilt()
 
 
 def _step(output: str | None) -> dict[str, Any]:
